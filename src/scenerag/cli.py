@@ -1,0 +1,260 @@
+"""The ``scenerag`` command line (typer + rich). Errors print as one line and exit non-zero."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from scenerag.errors import SceneRagError
+
+app = typer.Typer(
+    name="scenerag",
+    help="LLM reasoning over large 3D scene graphs stored in a graph database.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+DbOption = Annotated[str, typer.Option("--db", help="Database directory (embedded ArcadeDB) or bolt:// URI.")]
+# The repository checkout has shared/ beside it (see shared/data/README.md).
+DEFAULT_DEMO_GRAPH = Path(__file__).resolve().parents[3] / "shared" / "data" / "hydra_small_indoor_dsg.json"
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn scenerag and OS errors into one readable line and a non-zero exit."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except SceneRagError as exc:
+        _fail(str(exc).replace("\n", " | "))
+    except (OSError, ValueError) as exc:
+        _fail(f"{type(exc).__name__}: {exc}")
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str, int, int], None]]:
+    with Progress(
+        TextColumn("[bold]{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err_console, transient=False,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield update
+
+
+def _open(db: str, *, create: bool) -> Any:
+    from scenerag.store import open_store
+
+    return open_store(db, create=create)
+
+
+def _read(path: Path, fmt: str) -> Any:
+    from scenerag.graph.io import read_scene_graph
+
+    return read_scene_graph(path, fmt)  # type: ignore[arg-type]
+
+
+@app.command()
+def info(
+    file: Annotated[Path, typer.Argument(help="Scene-graph file (scenerag JSON or Hydra/spark_dsg).")],
+    format: Annotated[str, typer.Option("--format", help="auto, native or hydra.")] = "auto",
+) -> None:
+    """Summarise a scene-graph file: node and edge counts by label and type, classes."""
+    with _errors():
+        graph = _read(file, format)
+        table = Table(title=f"{file.name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
+        table.add_column("label")
+        table.add_column("nodes", justify="right")
+        table.add_column("classes")
+        for label, count in sorted(graph.label_counts().items()):
+            classes: dict[str, int] = {}
+            for n in graph.nodes(label):
+                classes[n.class_name] = classes.get(n.class_name, 0) + 1
+            top = ", ".join(f"{c} {k}" for c, k in sorted(classes.items(), key=lambda kv: -kv[1])[:8])
+            table.add_row(label, str(count), top)
+        console.print(table)
+        edges = Table(title="edges")
+        edges.add_column("type")
+        edges.add_column("count", justify="right")
+        for etype, count in sorted(graph.edge_type_counts().items()):
+            edges.add_row(etype, str(count))
+        console.print(edges)
+
+
+@app.command()
+def load(
+    file: Annotated[Path, typer.Argument(help="Scene-graph file to load.")],
+    db: DbOption,
+    format: Annotated[str, typer.Option("--format", help="auto, native or hydra.")] = "auto",
+) -> None:
+    """Load a scene graph into the database, replacing what it held (atomically)."""
+    with _errors():
+        graph = _read(file, format)
+        store = _open(db, create=True)
+        try:
+            start = time.perf_counter()
+            with _progress() as update:
+                store.load(graph, progress=update)
+            elapsed = time.perf_counter() - start
+        finally:
+            store.close()
+        console.print(f"loaded {graph.summary()} into {db} in {elapsed:.2f} s")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(", ", ": "))
+    return "null" if value is None else str(value)
+
+
+@app.command()
+def cypher(
+    query: Annotated[str, typer.Argument(help="A Neo4j-dialect Cypher query.")],
+    db: DbOption,
+    write: Annotated[bool, typer.Option("--write", help="Allow the query to change the graph.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Time limit in seconds.")] = 10.0,
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Row cap; more rows are cut and marked.")] = 1000,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Query parameter NAME=JSON.")] = None,
+) -> None:
+    """Run a Cypher query (read-only unless --write) and print the rows."""
+    with _errors():
+        params: dict[str, Any] = {}
+        for item in param or []:
+            name, sep, raw = item.partition("=")
+            if not sep or not name:
+                _fail(f"--param {item!r}: expected NAME=VALUE")
+            try:
+                params[name] = json.loads(raw)
+            except json.JSONDecodeError:
+                params[name] = raw
+        store = _open(db, create=False)
+        try:
+            result = store.query(query, params, read_only=not write, timeout_s=timeout, max_rows=max_rows)
+        finally:
+            store.close()
+        if as_json:
+            sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+            return
+        table = Table(show_lines=False)
+        for col in result.columns:
+            table.add_column(col, overflow="fold")
+        for row in result.rows:
+            table.add_row(*(_cell(row.get(c)) for c in result.columns))
+        console.print(table)
+        note = result.truncation_note()
+        console.print(f"{len(result.rows)} row(s) in {result.elapsed_ms:.1f} ms" + (f" — {note}" if note else ""))
+        for notice in result.notices:
+            console.print(f"[dim]note: {notice}[/]")
+
+
+@app.command()
+def schema(
+    db: DbOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the schema as JSON.")] = False,
+) -> None:
+    """Print the database schema: labels, relationship types, properties, containment chains."""
+    with _errors():
+        store = _open(db, create=False)
+        try:
+            s = store.schema()
+        finally:
+            store.close()
+        if as_json:
+            sys.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n")
+        else:
+            console.print(s.to_text(), highlight=False)
+
+
+DEMO_QUERIES: list[tuple[str, str]] = [
+    ("Which rooms are there?", "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room"),
+    (
+        "What objects are in room R1 (through its places)?",
+        "MATCH (r:Room {nodeSymbol:'R1'})-[:CONTAINS*]->(o:Object) "
+        "RETURN o.class AS class, count(DISTINCT o) AS n ORDER BY n DESC, class",
+    ),
+    (
+        "Which three objects are closest to the origin?",
+        "MATCH (o:Object) RETURN o.nodeSymbol AS object, o.class AS class, "
+        "round(point.distance(o.center, point({x: 0.0, y: 0.0, z: 0.0})) * 100) / 100 AS metres "
+        "ORDER BY metres LIMIT 3",
+    ),
+    (
+        "How many mesh places are within 5 hops of place P754?",
+        "MATCH (p:MeshPlace {nodeSymbol:'P754'})-[:MESH_PLACE_CONNECTED*1..5]-(q:MeshPlace) "
+        "RETURN count(DISTINCT q) AS places",
+    ),
+    (
+        "Average height and spread of each object class",
+        "MATCH (o:Object) RETURN o.class AS class, count(*) AS n, round(avg(o.center.z) * 100) / 100 AS mean_z, "
+        "round(stDev(o.center.x) * 100) / 100 AS sd_x ORDER BY n DESC LIMIT 5",
+    ),
+]
+
+
+@app.command()
+def demo(
+    file: Annotated[Path, typer.Option("--file", help="Scene graph to load.")] = DEFAULT_DEMO_GRAPH,
+    db: Annotated[str, typer.Option("--db", help="Database directory for the demo.")] = ".scenerag/demo-db",
+) -> None:
+    """Load the Hydra example into the embedded database and answer a few questions with Cypher."""
+    with _errors():
+        graph = _read(file, "auto")
+        console.print(f"[bold]Scene graph[/] {file.name}: {graph.summary()}")
+        store = _open(db, create=True)
+        try:
+            start = time.perf_counter()
+            with _progress() as update:
+                store.load(graph, progress=update)
+            console.print(f"loaded into {db} (embedded ArcadeDB) in {time.perf_counter() - start:.2f} s\n")
+            console.print("[bold]Schema the LLM sees:[/]")
+            console.print(store.schema_text(), highlight=False)
+            for question, query in DEMO_QUERIES:
+                result = store.query(query)
+                console.print(f"\n[bold cyan]Q:[/] {question}\n[dim]{query}[/]")
+                table = Table()
+                for col in result.columns:
+                    table.add_column(col)
+                for row in result.rows:
+                    table.add_row(*(_cell(row.get(c)) for c in result.columns))
+                console.print(table)
+            try:
+                store.query("MATCH (o:Object) SET o.class = 'bag'")
+            except SceneRagError as exc:
+                console.print(f"\n[bold]A write in read-only mode is refused:[/] {str(exc).splitlines()[0]}")
+        finally:
+            store.close()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

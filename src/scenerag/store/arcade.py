@@ -1,0 +1,294 @@
+"""Embedded ArcadeDB backend (the default): a directory on disk, Neo4j-dialect Cypher, no server.
+
+Layout of ``root``: ``CURRENT`` names the live generation ``gen-NNNNNN/`` holding ``db/`` (the ArcadeDB
+database) and ``schema.json``. ``load`` builds a new generation beside the live one with ArcadeDB's
+bulk ``GraphBatch`` path (no WAL), indexes it, then swaps ``CURRENT`` with an atomic rename: a failed or
+killed load leaves the previous generation live. One process at a time may open an embedded database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from scenerag.errors import StoreError
+from scenerag.graph import ontology as ont
+from scenerag.graph.model import SceneGraph
+from scenerag.store.base import CypherStore, ProgressFn, QueryError, db_error, normalize_value
+from scenerag.store.introspect import introspect
+from scenerag.store.rows import CELL_KEY, edge_groups, node_properties, nodes_by_label
+from scenerag.store.schema import GraphSchema, schema_from_graph
+
+CURRENT = "CURRENT"
+_CHUNK = 100_000
+_jvm_ready = False
+
+
+def _start_jvm() -> None:
+    """Start the JVM once, quietly (its launcher warnings go to fd 2), and turn engine logging down."""
+    global _jvm_ready
+    if _jvm_ready:
+        return
+    import jpype
+    from arcadedb_embedded.jvm import start_jvm
+
+    heap = os.environ.get("SCENERAG_JVM_HEAP", "4g")
+    log_config = Path(__file__).with_name("jul-quiet.properties")
+    jvm_args = [] if os.environ.get("SCENERAG_DB_VERBOSE") else [f"-Djava.util.logging.config.file={log_config}"]
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as err:
+        os.dup2(err.fileno(), 2)
+        try:
+            start_jvm(heap_size=heap, jvm_args=jvm_args)
+        except Exception as exc:
+            os.dup2(saved, 2)
+            err.seek(0)
+            raise StoreError(
+                f"could not start the Java runtime for ArcadeDB: {exc}: {err.read().decode(errors='replace')[-500:]}"
+            ) from exc
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    if not os.environ.get("SCENERAG_DB_VERBOSE"):
+        logging = jpype.JPackage("java").util.logging
+        for name in ("", "com.arcadedb"):
+            logging.Logger.getLogger(name).setLevel(logging.Level.SEVERE)
+    _jvm_ready = True
+
+
+def _gen_index(name: str) -> int:
+    try:
+        return int(name.split("-", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+class ArcadeStore(CypherStore):
+    """A scene graph in an embedded ArcadeDB database under ``root``."""
+
+    backend = "arcadedb-embedded"
+
+    def __init__(self, root: str | Path, *, create: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"{self.root} is a file, expected a database directory")
+        if not self.root.exists():
+            if not create:
+                raise StoreError(
+                    f"no scenerag database at {self.root}",
+                    hint=f"create one with: scenerag load FILE --db {self.root}",
+                )
+            self.root.mkdir(parents=True)
+        elif not (self.root / CURRENT).exists() and any(self.root.iterdir()) and not create:
+            raise StoreError(f"{self.root} is not a scenerag database (no {CURRENT} file)")
+        _start_jvm()
+        self._db: Any = None
+        self._gen: str | None = None
+        self._dirty = False
+        self._open_current()
+        self._cleanup_stale()
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def _current_name(self) -> str | None:
+        marker = self.root / CURRENT
+        if not marker.exists():
+            return None
+        name = marker.read_text().strip()
+        return name if name and (self.root / name / "db").is_dir() else None
+
+    def _open_current(self) -> None:
+        import arcadedb_embedded as adb
+
+        name = self._current_name()
+        if name is None:
+            return
+        try:
+            self._db = adb.open_database(str(self.root / name / "db"))
+        except Exception as exc:
+            text = str(exc)
+            if "lock" in text.lower() or "already" in text.lower():
+                raise StoreError(
+                    f"database {self.root} is open in another process",
+                    hint="embedded ArcadeDB allows one process at a time; close the other one or use a Bolt server",
+                ) from None
+            raise StoreError(f"could not open database {self.root}: {text[:300]}") from None
+        self._gen = name
+
+    def _cleanup_stale(self) -> None:
+        """Remove generations left behind by a killed load (anything but the live one)."""
+        for child in self.root.glob("gen-*"):
+            if child.name != self._gen and child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                with contextlib.suppress(Exception):
+                    self._db.close()
+                self._db = None
+
+    def __enter__(self) -> ArcadeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def generation(self) -> str | None:
+        return self._gen
+
+    # -- load -----------------------------------------------------------------------------------------
+    def _load(self, graph: SceneGraph, progress: ProgressFn | None) -> None:
+        import arcadedb_embedded as adb
+
+        existing = [_gen_index(p.name) for p in self.root.glob("gen-*")]
+        name = f"gen-{max(existing, default=0) + 1:06d}"
+        gen_dir = self.root / name
+        gen_dir.mkdir()
+        db = None
+        try:
+            db = adb.create_database(str(gen_dir / "db"))
+            self._bulk_load(db, graph, progress)
+            schema = schema_from_graph(graph)
+            (gen_dir / "schema.json").write_text(json.dumps(schema.to_dict()))
+        except BaseException as exc:
+            if db is not None:
+                with contextlib.suppress(Exception):
+                    db.close()
+            shutil.rmtree(gen_dir, ignore_errors=True)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise StoreError(
+                f"loading into {self.root} failed: {str(exc)[:400]}",
+                hint="the previous graph is unchanged",
+            ) from exc
+        # Swap: the rename is the commit point.
+        tmp = self.root / f"{CURRENT}.tmp"
+        tmp.write_text(name)
+        os.replace(tmp, self.root / CURRENT)
+        old_db, old_gen = self._db, self._gen
+        self._db, self._gen, self._dirty = db, name, False
+        if old_db is not None:
+            with contextlib.suppress(Exception):
+                old_db.close()
+        if old_gen:
+            shutil.rmtree(self.root / old_gen, ignore_errors=True)
+
+    def _bulk_load(self, db: Any, graph: SceneGraph, progress: ProgressFn | None) -> None:
+        by_label = nodes_by_label(graph)
+        edge_types = sorted({e.type for e in graph.edges()})
+        for label in by_label:
+            db.command("sql", f"CREATE VERTEX TYPE `{label}`")
+            db.command("sql", f"CREATE PROPERTY `{label}`.{ont.SYMBOL_KEY} STRING")
+            db.command("sql", f"CREATE PROPERTY `{label}`.{CELL_KEY} STRING")
+        for etype in edge_types:
+            db.command("sql", f"CREATE EDGE TYPE `{etype}`")
+        total_nodes, total_edges = graph.num_nodes, graph.num_edges
+        rid: dict[str, str] = {}
+        done = 0
+        with db.graph_batch(
+            batch_size=200_000, use_wal=False, expected_edge_count=max(total_edges, 1)
+        ) as batch:
+            for label, nodes in by_label.items():
+                for start in range(0, len(nodes), _CHUNK):
+                    chunk = nodes[start : start + _CHUNK]
+                    rids = batch.create_vertices(label, [node_properties(n) for n in chunk])
+                    rid.update(zip((n.symbol for n in chunk), rids, strict=True))
+                    done += len(chunk)
+                    if progress:
+                        progress("nodes", done, total_nodes)
+            done = 0
+            for etype, sources, targets, attrs in edge_groups(graph):
+                for start in range(0, len(sources), _CHUNK * 5):
+                    stop = start + _CHUNK * 5
+                    batch.new_edges(
+                        [rid[s] for s in sources[start:stop]],
+                        etype,
+                        [rid[t] for t in targets[start:stop]],
+                        attrs[start:stop] if attrs is not None else None,
+                    )
+                    done += min(stop, len(sources)) - start
+                    if progress:
+                        progress("edges", done, total_edges)
+        for i, label in enumerate(by_label):
+            db.command("sql", f"CREATE INDEX ON `{label}` ({ont.SYMBOL_KEY}) UNIQUE")
+            db.command("sql", f"CREATE INDEX ON `{label}` ({CELL_KEY}) NOTUNIQUE")
+            if progress:
+                progress("indexes", i + 1, len(by_label))
+        counted = sum(int(db.count_type(label)) for label in by_label)
+        if counted != total_nodes:
+            raise StoreError(f"bulk load stored {counted} nodes, expected {total_nodes}")
+
+    # -- queries --------------------------------------------------------------------------------------
+    def _require_db(self) -> Any:
+        if self._db is None:
+            raise StoreError(
+                f"the database at {self.root} is empty", hint=f"load a scene graph: scenerag load FILE --db {self.root}"
+            )
+        return self._db
+
+    def _execute(
+        self, cypher: str, params: Mapping[str, Any], *, write: bool, timeout_s: float, max_rows: int
+    ) -> tuple[list[str], list[dict[str, Any]], bool]:
+        import jpype
+
+        db = self._require_db()
+        config = db.get_java_database().getConfiguration()
+        gc = jpype.JClass("com.arcadedb.GlobalConfiguration")
+        config.setValue(gc.COMMAND_TIMEOUT, int(timeout_s * 1000))
+        args = (dict(params),) if params else ()
+        try:
+            if write:
+                with db.transaction():
+                    rs = db.command("opencypher", cypher, *args)
+                    rows, truncated = self._read_rows(rs, max_rows)
+                self._dirty = True
+            else:
+                rs = db.query("opencypher", cypher, *args)
+                rows, truncated = self._read_rows(rs, max_rows)
+        except QueryError:
+            raise
+        except Exception as exc:
+            message = str(exc)
+            if "QueryNotIdempotent" in message or "not idempotent" in message:
+                raise QueryError(
+                    "write_refused", "the database refused a write in read-only mode", cypher,
+                    hint="writes need read_only=False (CLI: --write)",
+                ) from None
+            raise db_error(message, cypher) from None
+        columns = list(rows[0]) if rows else []
+        return columns, rows, truncated
+
+    @staticmethod
+    def _read_rows(rs: Any, max_rows: int) -> tuple[list[dict[str, Any]], bool]:
+        if rs is None:
+            return [], False
+        try:
+            for batch in rs.iter_json_batches(batch_size=max_rows + 1):
+                rows = [normalize_value(r) for r in batch[:max_rows]]
+                return rows, len(batch) > max_rows
+            return [], False
+        finally:
+            with contextlib.suppress(Exception):
+                rs.close()
+
+    def _introspect(self) -> GraphSchema:
+        if self._db is None:
+            return GraphSchema()
+        cached = self.root / (self._gen or "") / "schema.json"
+        if not self._dirty and cached.is_file():
+            return GraphSchema.from_dict(json.loads(cached.read_text()))
+        schema = introspect(
+            lambda q: self._execute(q, {}, write=False, timeout_s=600.0, max_rows=1_000_000)[1]
+        )
+        with contextlib.suppress(OSError):
+            cached.write_text(json.dumps(schema.to_dict()))
+        self._dirty = False
+        return schema

@@ -1,0 +1,213 @@
+"""What a graph database holds, for validation and for prompts: ``GraphSchema`` and its text form."""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scenerag.graph import ontology as ont
+from scenerag.graph.model import SceneGraph
+
+POINT_KEYS = (ont.CENTER_KEY, ont.BBOX_CENTER_KEY)
+
+
+@dataclass
+class PropertyInfo:
+    """A property key on one label or relationship type: its value type and how many records have it."""
+
+    name: str
+    type: str
+    count: int
+
+
+@dataclass
+class GraphSchema:
+    """Labels, relationship types, property keys (type + count) and containment chains present."""
+
+    node_counts: dict[str, int] = field(default_factory=dict)
+    rel_counts: dict[str, int] = field(default_factory=dict)
+    node_properties: dict[str, dict[str, PropertyInfo]] = field(default_factory=dict)
+    rel_properties: dict[str, dict[str, PropertyInfo]] = field(default_factory=dict)
+    # (source label, relationship type, target label) -> count
+    patterns: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    # -- derived --------------------------------------------------------------------------------------
+    @property
+    def labels(self) -> list[str]:
+        return sorted(self.node_counts)
+
+    @property
+    def rel_types(self) -> list[str]:
+        return sorted(self.rel_counts)
+
+    def property_keys(self, labels: Iterable[str] | None = None, *, rel: bool = False) -> set[str]:
+        """Keys present on any of ``labels`` (all labels/types when None or empty)."""
+        table = self.rel_properties if rel else self.node_properties
+        chosen = list(labels or []) or list(table)
+        keys: set[str] = set()
+        for label in chosen:
+            keys.update(table.get(label, {}))
+        return keys
+
+    def containment_chains(self) -> list[list[str]]:
+        """Maximal label paths along CONTAINS edges, e.g. ``[['Room', 'MeshPlace', 'Object']]``."""
+        children: dict[str, set[str]] = defaultdict(set)
+        has_parent: set[str] = set()
+        for (src, rtype, dst), _ in self.patterns.items():
+            if rtype == ont.CONTAINS and src != dst:
+                children[src].add(dst)
+                has_parent.add(dst)
+        roots = sorted(set(children) - has_parent) or sorted(children)
+        chains: list[list[str]] = []
+
+        def walk(path: list[str]) -> None:
+            nxt = sorted(c for c in children.get(path[-1], ()) if c not in path)
+            if not nxt:
+                if len(path) > 1:
+                    chains.append(path)
+                return
+            for c in nxt:
+                walk([*path, c])
+
+        for r in roots:
+            walk([r])
+        return chains
+
+    def hierarchy_depth(self) -> int:
+        """Longest containment chain in edges (at least 1); bounds ``[:CONTAINS*]`` exactly."""
+        return max((len(c) - 1 for c in self.containment_chains()), default=1) or 1
+
+    def suggest(self, name: str, candidates: Iterable[str]) -> list[str]:
+        cands = list(candidates)
+        lower = {c.lower(): c for c in cands}
+        if name.lower() in lower:
+            return [lower[name.lower()]]
+        return difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
+
+    # -- rendering ------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "labels": {k: {"count": v, "properties": {p.name: {"type": p.type, "count": p.count}
+                                                      for p in self.node_properties.get(k, {}).values()}}
+                       for k, v in sorted(self.node_counts.items())},
+            "relationship_types": {k: {"count": v, "properties": {p.name: {"type": p.type, "count": p.count}
+                                                                  for p in self.rel_properties.get(k, {}).values()}}
+                                   for k, v in sorted(self.rel_counts.items())},
+            "patterns": [{"source": s, "type": t, "target": d, "count": c}
+                         for (s, t, d), c in sorted(self.patterns.items())],
+            "containment_chains": self.containment_chains(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GraphSchema:
+        schema = cls()
+        for label, info in data.get("labels", {}).items():
+            schema.node_counts[label] = int(info["count"])
+            schema.node_properties[label] = {
+                k: PropertyInfo(k, v["type"], int(v["count"])) for k, v in info.get("properties", {}).items()
+            }
+        for rtype, info in data.get("relationship_types", {}).items():
+            schema.rel_counts[rtype] = int(info["count"])
+            schema.rel_properties[rtype] = {
+                k: PropertyInfo(k, v["type"], int(v["count"])) for k, v in info.get("properties", {}).items()
+            }
+        for p in data.get("patterns", []):
+            schema.patterns[(p["source"], p["type"], p["target"])] = int(p["count"])
+        return schema
+
+    def to_text(self) -> str:
+        """Prompt-ready description: node labels with properties, relationships, containment rules."""
+        lines = ["Node labels (count) and properties:"]
+        for label in self.labels:
+            props = self.node_properties.get(label, {})
+            desc = ", ".join(f"{p.name}: {p.type}" for p in sorted(props.values(), key=lambda p: p.name))
+            lines.append(f"- {label} ({self.node_counts[label]}): {desc}")
+        lines.append("Relationships (count):")
+        for (src, rtype, dst), count in sorted(self.patterns.items()):
+            props = self.rel_properties.get(rtype, {})
+            extra = f" {{{', '.join(f'{p.name}: {p.type}' for p in props.values())}}}" if props else ""
+            lines.append(f"- (:{src})-[:{rtype}{extra}]->(:{dst}) ({count})")
+        chains = self.containment_chains()
+        if chains:
+            lines.append("Containment hierarchy (CONTAINS goes from parent to child):")
+            for chain in chains:
+                lines.append("- " + "-[:CONTAINS]->".join(f"(:{c})" for c in chain))
+            direct = {(s, d) for (s, t, d) in self.patterns if t == ont.CONTAINS}
+            for chain in chains:
+                for i in range(len(chain)):
+                    for j in range(i + 2, len(chain)):
+                        if (chain[i], chain[j]) not in direct:
+                            lines.append(
+                                f"- {chain[j]} nodes are NOT directly contained in {chain[i]} nodes: "
+                                f"use (:{chain[i]})-[:CONTAINS*]->(:{chain[j]})."
+                            )
+        connected = sorted({t for (_, t, _) in self.patterns if t.endswith("_CONNECTED")})
+        if connected:
+            lines.append(
+                "Edges named *_CONNECTED join neighbours within one layer and are undirected: match them "
+                "without an arrow, e.g. (a)-[:" + connected[0] + "]-(b), and always bound multi-hop paths "
+                "(*1..5)."
+            )
+        has_points = any(k in props for props in self.node_properties.values() for k in POINT_KEYS)
+        if has_points:
+            lines.append(
+                "center and bbox_center are 3D points (x, y, z in metres): use point.distance(a.center, "
+                "b.center) or point({x: 1.0, y: 2.0, z: 0.0}); access coordinates as n.center.x. "
+                "bbox_dim is [dx, dy, dz]. cell is a 10 m grid key used to speed up spatial filters."
+            )
+        return "\n".join(lines)
+
+
+def value_type(value: Any) -> str:
+    """Cypher-style type name of a Python value read back from a store."""
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if isinstance(value, int):
+        return "INTEGER"
+    if isinstance(value, float):
+        return "FLOAT"
+    if isinstance(value, str):
+        return "STRING"
+    if isinstance(value, dict) and {"x", "y"} <= set(value):
+        return "POINT"
+    if isinstance(value, (list, tuple)):
+        inner = {value_type(v) for v in value}
+        return f"LIST<{inner.pop() if len(inner) == 1 else 'ANY'}>"
+    return "ANY" if value is not None else "NULL"
+
+
+def schema_from_graph(graph: SceneGraph) -> GraphSchema:
+    """Exact schema of ``graph`` as a store loaded from it will hold it (same property names)."""
+    from scenerag.store.rows import node_properties  # local: rows imports schema constants
+
+    schema = GraphSchema()
+    counts: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(lambda: [0, None]))
+    for node in graph.nodes():
+        schema.node_counts[node.label] = schema.node_counts.get(node.label, 0) + 1
+        table = counts[node.label]
+        for key, value in node_properties(node).items():
+            entry = table[key]
+            entry[0] += 1
+            if entry[1] is None:
+                entry[1] = value_type(value)
+    for label, table in counts.items():
+        schema.node_properties[label] = {k: PropertyInfo(k, t or "ANY", c) for k, (c, t) in table.items()}
+    labels = {n.symbol: n.label for n in graph.nodes()}
+    rel_counts: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(lambda: [0, None]))
+    for edge in graph.edges():
+        schema.rel_counts[edge.type] = schema.rel_counts.get(edge.type, 0) + 1
+        key3 = (labels[edge.source], edge.type, labels[edge.target])
+        schema.patterns[key3] = schema.patterns.get(key3, 0) + 1
+        for key, value in edge.attributes.items():
+            entry = rel_counts[edge.type][key]
+            entry[0] += 1
+            if entry[1] is None:
+                entry[1] = value_type(value)
+    for rtype in schema.rel_counts:
+        schema.rel_properties[rtype] = {
+            k: PropertyInfo(k, t or "ANY", c) for k, (c, t) in rel_counts.get(rtype, {}).items()
+        }
+    return schema
