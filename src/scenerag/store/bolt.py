@@ -132,7 +132,7 @@ class BoltStore(CypherStore):
             with self._session() as session:
                 tx = session.begin_transaction(timeout=timeout_s)
                 try:
-                    result = tx.run(neo4j.Query(cypher), params)
+                    result = tx.run(cypher, params)
                     columns = list(result.keys())
                     rows: list[dict[str, Any]] = []
                     truncated = False

@@ -225,6 +225,7 @@ def analyze(query: str) -> CypherAnalysis:
         elif (
             t.kind == "ident" and not prev_dot and not in_map_key and is_op(i + 1, ":") and ident(i + 2)
             and not (brace_stack and brace_stack[-1] == "map")
+            and not (is_op(i - 1, "[") or is_op(i - 1, "("))
         ):
             # Label predicate in WHERE: n:Label
             labels, _ = read_labels(i + 1, ("|", "&"))

@@ -1,0 +1,84 @@
+"""Shared fixtures: the example scene graphs, an in-process ArcadeDB Bolt server, and both store backends."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scenerag import SceneGraph, read_scene_graph
+from scenerag.store import CypherStore, open_store
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+HYDRA = DATA / "hydra_small_indoor_dsg.json"
+APARTMENT = DATA / "spark_dsg_apartment_dsg.json"
+BOLT_PASSWORD = "scenerag-test-pw"
+
+
+@pytest.fixture(scope="session")
+def hydra_graph() -> SceneGraph:
+    if not HYDRA.exists():
+        pytest.skip(f"test data missing: {HYDRA}")
+    return read_scene_graph(HYDRA)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def bolt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ArcadeDB server with its Bolt plugin, started in-process on 127.0.0.1."""
+    import arcadedb_embedded as adb
+
+    from scenerag.store.arcade import _start_jvm
+
+    _start_jvm()
+    root = tmp_path_factory.mktemp("arcadedb-server")
+    bolt_port = _free_port()
+    server = adb.ArcadeDBServer(
+        root_path=str(root),
+        root_password=BOLT_PASSWORD,
+        config={
+            "host": "127.0.0.1",
+            "http_port": _free_port(),
+            "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
+            "bolt_port": bolt_port,
+        },
+    )
+    server.start()
+    server.create_database("scenes")
+    try:
+        yield f"bolt://root:{BOLT_PASSWORD}@127.0.0.1:{bolt_port}/scenes"
+    finally:
+        server.stop()
+
+
+def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> CypherStore:
+    if kind == "arcade":
+        return open_store(tmp_path / "db")
+    return open_store(request.getfixturevalue("bolt_uri"))
+
+
+@pytest.fixture(scope="module", params=["arcade", "bolt"])
+def loaded_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph
+) -> Iterator[CypherStore]:
+    """The Hydra example loaded into each backend (read-only tests share it)."""
+    store = make_store(request.param, request, tmp_path_factory.mktemp(f"store-{request.param}"))
+    store.load(hydra_graph)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["arcade", "bolt"])
+def fresh_store(request: pytest.FixtureRequest, tmp_path: Path, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
+    """A store of each backend with the Hydra example freshly loaded (for tests that write)."""
+    store = make_store(request.param, request, tmp_path)
+    store.load(hydra_graph)
+    yield store
+    store.close()
