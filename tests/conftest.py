@@ -76,7 +76,9 @@ def loaded_store(
 
 
 @pytest.fixture(params=["arcade", "bolt"])
-def fresh_store(request: pytest.FixtureRequest, tmp_path: Path, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
+def fresh_store(
+    request: pytest.FixtureRequest, tmp_path: Path, hydra_graph: SceneGraph
+) -> Iterator[CypherStore]:
     """A store of each backend with the Hydra example freshly loaded (for tests that write)."""
     store = make_store(request.param, request, tmp_path)
     store.load(hydra_graph)

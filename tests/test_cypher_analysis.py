@@ -40,7 +40,8 @@ def test_procedures_names_and_var_lengths() -> None:
     assert ("point", "distance") not in a.property_refs
     assert ("node", frozenset({"Room"}), "nodeSymbol") in a.pattern_keys
     assert [(v.types, v.lower, v.upper) for v in a.var_lengths] == [
-        (("CONTAINS",), 1, None), (("OBJECT_CONNECTED",), 1, 3)
+        (("CONTAINS",), 1, None),
+        (("OBJECT_CONNECTED",), 1, 3),
     ]
     rewritten = bound_var_lengths(q, [(v, 4) for v in a.unbounded])
     assert "[:CONTAINS*1..4]->" in rewritten
@@ -49,7 +50,13 @@ def test_procedures_names_and_var_lengths() -> None:
 
 @pytest.mark.parametrize(
     ("rel", "bounds"),
-    [("[*]", (1, None)), ("[:T*2..]", (2, None)), ("[:T*3]", (3, 3)), ("[:T*..4]", (1, 4)), ("[:T*0..2]", (0, 2))],
+    [
+        ("[*]", (1, None)),
+        ("[:T*2..]", (2, None)),
+        ("[:T*3]", (3, 3)),
+        ("[:T*..4]", (1, 4)),
+        ("[:T*0..2]", (0, 2)),
+    ],
 )
 def test_var_length_forms(rel: str, bounds: tuple[int, int | None]) -> None:
     (v,) = analyze(f"MATCH (a)-{rel}-(b) RETURN b").var_lengths

@@ -14,7 +14,15 @@ def small_graph() -> SceneGraph:
     g.add("R1", ont.ROOM, "kitchen", (0, 0, 0), description="a small kitchen")
     g.add("P1", ont.MESH_PLACE, "mesh_place", (1, 0, 0))
     g.add("P2", ont.MESH_PLACE, "mesh_place", (2, 0, 0))
-    g.add("O1", ont.OBJECT, "mug", (1, 0.2, 0.9), bbox_center=(1, 0.2, 0.9), bbox_dim=(0.1, 0.1, 0.12), color="red")
+    g.add(
+        "O1",
+        ont.OBJECT,
+        "mug",
+        (1, 0.2, 0.9),
+        bbox_center=(1, 0.2, 0.9),
+        bbox_dim=(0.1, 0.1, 0.12),
+        color="red",
+    )
     g.add_edge("R1", "P1", ont.CONTAINS)
     g.add_edge("R1", "P2", ont.CONTAINS)
     g.add_edge("P1", "O1", ont.CONTAINS)
@@ -83,12 +91,16 @@ def test_native_json_round_trip(tmp_path: Path) -> None:
     write_scene_graph(g, path)
     back = read_scene_graph(path)
     assert back.metadata == g.metadata
-    assert [(n.symbol, n.label, n.class_name, n.position, n.bbox_center, n.bbox_dim, n.description, n.attributes)
-            for n in back.nodes()] == [
+    assert [
+        (n.symbol, n.label, n.class_name, n.position, n.bbox_center, n.bbox_dim, n.description, n.attributes)
+        for n in back.nodes()
+    ] == [
         (n.symbol, n.label, n.class_name, n.position, n.bbox_center, n.bbox_dim, n.description, n.attributes)
         for n in g.nodes()
     ]
-    assert sorted((e.key, e.attributes) for e in back.edges()) == sorted((e.key, e.attributes) for e in g.edges())
+    assert sorted((e.key, e.attributes) for e in back.edges()) == sorted(
+        (e.key, e.attributes) for e in g.edges()
+    )
     assert json.loads(path.read_text())["format"] == "scenerag.scene_graph"
 
 

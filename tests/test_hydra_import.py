@@ -3,15 +3,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from conftest import APARTMENT, HYDRA
 from scenerag import SceneGraph, read_scene_graph
 from scenerag.graph import ontology as ont
-
-from conftest import APARTMENT, HYDRA
 
 
 def test_hydra_counts_and_labels(hydra_graph: SceneGraph) -> None:
     assert hydra_graph.label_counts() == {"Object": 65, "MeshPlace": 96, "Room": 5}
-    assert hydra_graph.edge_type_counts() == {"CONTAINS": 161, "MESH_PLACE_CONNECTED": 236, "ROOM_CONNECTED": 5}
+    assert hydra_graph.edge_type_counts() == {
+        "CONTAINS": 161,
+        "MESH_PLACE_CONNECTED": 236,
+        "ROOM_CONNECTED": 5,
+    }
 
 
 def test_hydra_symbols_classes_positions(hydra_graph: SceneGraph) -> None:
@@ -48,19 +51,25 @@ def test_hydra_edges_match_file(hydra_graph: SceneGraph) -> None:
     for rec in raw["edges"]:
         s, t = ont.hydra_symbol(rec["source"]), ont.hydra_symbol(rec["target"])
         if layer[s] == layer[t]:
-            assert hydra_graph.has_edge(s, t, hydra_graph.node(s).label and
-                                        ont.sibling_edge_type(hydra_graph.node(s).label)) or hydra_graph.has_edge(
-                t, s, ont.sibling_edge_type(hydra_graph.node(s).label))
+            assert hydra_graph.has_edge(
+                s, t, hydra_graph.node(s).label and ont.sibling_edge_type(hydra_graph.node(s).label)
+            ) or hydra_graph.has_edge(t, s, ont.sibling_edge_type(hydra_graph.node(s).label))
         else:
-            parent, child = (s, t) if hydra_graph.node(s).label in ("Room",) or (
-                hydra_graph.node(s).label == "MeshPlace" and hydra_graph.node(t).label == "Object") else (t, s)
+            parent, child = (
+                (s, t)
+                if hydra_graph.node(s).label in ("Room",)
+                or (hydra_graph.node(s).label == "MeshPlace" and hydra_graph.node(t).label == "Object")
+                else (t, s)
+            )
             assert hydra_graph.has_edge(parent, child, ont.CONTAINS)
 
 
 def test_objects_keep_every_parent_place(hydra_graph: SceneGraph) -> None:
     parents = Counter(len(hydra_graph.parents(o.symbol)) for o in hydra_graph.nodes("Object"))
     assert parents == {1: 55, 2: 6, 0: 3, 3: 1}
-    assert all(p.label == ont.MESH_PLACE for o in hydra_graph.nodes("Object") for p in hydra_graph.parents(o.symbol))
+    assert all(
+        p.label == ont.MESH_PLACE for o in hydra_graph.nodes("Object") for p in hydra_graph.parents(o.symbol)
+    )
     assert all(len(hydra_graph.parents(p.symbol)) <= 1 for p in hydra_graph.nodes("MeshPlace"))
 
 

@@ -20,7 +20,9 @@ def objects_in_room(graph: SceneGraph, room: str) -> set[str]:
 
 
 def test_transitive_containment(loaded_store: CypherStore, hydra_graph: SceneGraph) -> None:
-    r = loaded_store.query("MATCH (r:Room {nodeSymbol:'R1'})-[:CONTAINS*]->(o:Object) RETURN DISTINCT o.nodeSymbol AS s")
+    r = loaded_store.query(
+        "MATCH (r:Room {nodeSymbol:'R1'})-[:CONTAINS*]->(o:Object) RETURN DISTINCT o.nodeSymbol AS s"
+    )
     assert set(r.values("s")) == objects_in_room(hydra_graph, "R1")
     assert r.values("s")  # R1 holds objects
     assert any("bounded" in n for n in r.notices)
@@ -30,7 +32,9 @@ def test_bounded_hops(loaded_store: CypherStore, hydra_graph: SceneGraph) -> Non
     start = "P754"
     frontier, seen = {start}, {start}
     for _ in range(5):
-        frontier = {n.symbol for f in frontier for n in hydra_graph.neighbors(f, ont.MESH_PLACE_CONNECTED)} - seen
+        frontier = {
+            n.symbol for f in frontier for n in hydra_graph.neighbors(f, ont.MESH_PLACE_CONNECTED)
+        } - seen
         seen |= frontier
     r = loaded_store.query(
         "MATCH (p:MeshPlace {nodeSymbol:$s})-[:MESH_PLACE_CONNECTED*1..5]-(q:MeshPlace) "
@@ -60,7 +64,9 @@ def test_bounding_box_filter(loaded_store: CypherStore, hydra_graph: SceneGraph)
         {"lo": list(lo), "hi": list(hi)},
     )
     expected = {
-        o.symbol for o in hydra_graph.nodes("Object") if all(lo[i] <= o.position[i] <= hi[i] for i in range(3))
+        o.symbol
+        for o in hydra_graph.nodes("Object")
+        if all(lo[i] <= o.position[i] <= hi[i] for i in range(3))
     }
     assert set(r.values("s")) == expected and expected
 
@@ -115,7 +121,9 @@ def test_writes_refused_in_read_only_mode(loaded_store: CypherStore, query: str)
         loaded_store.query(query)
     assert info.value.kind in ("write_refused", "procedure_refused")
     assert loaded_store.query("MATCH (o:Object) RETURN count(o) AS n").rows == [{"n": 65}]
-    assert loaded_store.query("MATCH (o:Object {class: 'bag'}) RETURN count(o) AS n").rows == [{"n": 0}] or True
+    assert (
+        loaded_store.query("MATCH (o:Object {class: 'bag'}) RETURN count(o) AS n").rows == [{"n": 0}] or True
+    )
 
 
 @pytest.mark.parametrize(

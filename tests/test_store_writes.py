@@ -81,7 +81,9 @@ def test_killed_load_leaves_previous_graph(tmp_path: Path, hydra_graph: SceneGra
         store.load(g, progress=die)
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300, env=os.environ.copy())
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=300, env=os.environ.copy()
+    )
     assert proc.returncode == -9
     assert len(list(db.glob("gen-*"))) == 2  # the half-written generation is still on disk
     store = open_store(db, create=False)

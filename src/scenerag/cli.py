@@ -55,8 +55,12 @@ def _errors() -> Iterator[None]:
 @contextmanager
 def _progress() -> Iterator[Callable[[str, int, int], None]]:
     with Progress(
-        TextColumn("[bold]{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, transient=False,
+        TextColumn("[bold]{task.description:<8}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
     ) as bar:
         tasks: dict[str, Any] = {}
 
@@ -140,8 +144,12 @@ def cypher(
     write: Annotated[bool, typer.Option("--write", help="Allow the query to change the graph.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Time limit in seconds.")] = 10.0,
-    max_rows: Annotated[int, typer.Option("--max-rows", help="Row cap; more rows are cut and marked.")] = 1000,
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Query parameter NAME=JSON.")] = None,
+    max_rows: Annotated[
+        int, typer.Option("--max-rows", help="Row cap; more rows are cut and marked.")
+    ] = 1000,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="Query parameter NAME=JSON.")
+    ] = None,
 ) -> None:
     """Run a Cypher query (read-only unless --write) and print the rows."""
     with _errors():
@@ -169,7 +177,9 @@ def cypher(
             table.add_row(*(_cell(row.get(c)) for c in result.columns))
         console.print(table)
         note = result.truncation_note()
-        console.print(f"{len(result.rows)} row(s) in {result.elapsed_ms:.1f} ms" + (f" — {note}" if note else ""))
+        console.print(
+            f"{len(result.rows)} row(s) in {result.elapsed_ms:.1f} ms" + (f" — {note}" if note else "")
+        )
         for notice in result.notices:
             console.print(f"[dim]note: {notice}[/]")
 

@@ -20,7 +20,15 @@ KEYFRAME = "Keyframe"
 AGENT = "Agent"
 
 KNOWN_LABELS: tuple[str, ...] = (
-    BUILDING, FLOOR, ROOM, PLACE, MESH_PLACE, OBJECT, FUNCTIONAL_ELEMENT, KEYFRAME, AGENT,
+    BUILDING,
+    FLOOR,
+    ROOM,
+    PLACE,
+    MESH_PLACE,
+    OBJECT,
+    FUNCTIONAL_ELEMENT,
+    KEYFRAME,
+    AGENT,
 )
 
 # Height of each known layer in the hierarchy: a CONTAINS edge goes from a higher layer to a lower one.
@@ -82,8 +90,15 @@ def sibling_edge_type(label: str) -> str:
 def label_from_layer_name(name: str) -> str:
     """Label for a Hydra/spark_dsg layer name: ``MESH_PLACES`` -> ``MeshPlace``, ``ROOMS`` -> ``Room``."""
     known = {
-        "BUILDINGS": BUILDING, "FLOORS": FLOOR, "ROOMS": ROOM, "PLACES": PLACE, "MESH_PLACES": MESH_PLACE,
-        "OBJECTS": OBJECT, "AGENTS": AGENT, "KEYFRAMES": KEYFRAME, "FUNCTIONAL_ELEMENTS": FUNCTIONAL_ELEMENT,
+        "BUILDINGS": BUILDING,
+        "FLOORS": FLOOR,
+        "ROOMS": ROOM,
+        "PLACES": PLACE,
+        "MESH_PLACES": MESH_PLACE,
+        "OBJECTS": OBJECT,
+        "AGENTS": AGENT,
+        "KEYFRAMES": KEYFRAME,
+        "FUNCTIONAL_ELEMENTS": FUNCTIONAL_ELEMENT,
         "REGIONS": ROOM,
     }
     if name.upper() in known:

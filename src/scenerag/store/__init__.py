@@ -31,4 +31,12 @@ def open_store(target: str | Path, *, create: bool = True, **kwargs: Any) -> Cyp
     return ArcadeStore(text, create=create, **kwargs)
 
 
-__all__ = ["CypherStore", "GraphSchema", "GraphStore", "QueryError", "QueryResult", "is_bolt_uri", "open_store"]
+__all__ = [
+    "CypherStore",
+    "GraphSchema",
+    "GraphStore",
+    "QueryError",
+    "QueryResult",
+    "is_bolt_uri",
+    "open_store",
+]

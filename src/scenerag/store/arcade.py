@@ -40,7 +40,9 @@ def _start_jvm() -> None:
 
     heap = os.environ.get("SCENERAG_JVM_HEAP", "4g")
     log_config = Path(__file__).with_name("jul-quiet.properties")
-    jvm_args = [] if os.environ.get("SCENERAG_DB_VERBOSE") else [f"-Djava.util.logging.config.file={log_config}"]
+    jvm_args = (
+        [] if os.environ.get("SCENERAG_DB_VERBOSE") else [f"-Djava.util.logging.config.file={log_config}"]
+    )
     saved = os.dup(2)
     with tempfile.TemporaryFile() as err:
         os.dup2(err.fileno(), 2)
@@ -62,6 +64,22 @@ def _start_jvm() -> None:
     _jvm_ready = True
 
 
+def _create_vertices(batch: Any, label: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Create vertices from property dicts, returning their RIDs in order.
+
+    Rows cross the JPype boundary as one JSON document (nested point maps and lists included) through
+    the package's ``VertexBatcher`` bridge; without the bridge, the package's per-value path is used.
+    """
+    import jpype
+
+    try:
+        batcher = jpype.JClass("com.arcadedb.python.VertexBatcher")
+    except Exception:  # bridge jar absent in this arcadedb-embedded build
+        return list(batch.create_vertices(label, rows))
+    joined = str(batcher.createVerticesJson(batch._java_graph_batch, label, json.dumps(rows)))
+    return joined.split(";") if joined else []
+
+
 def _gen_index(name: str) -> int:
     try:
         return int(name.split("-", 1)[1])
@@ -74,8 +92,14 @@ class ArcadeStore(CypherStore):
 
     backend = "arcadedb-embedded"
 
-    def __init__(self, root: str | Path, *, create: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, root: str | Path, *, create: bool = True, light_edges: bool = True, **kwargs: Any
+    ) -> None:
+        """Open (or create) the database under ``root``. ``light_edges``: store edge types that carry no
+        properties in the loaded graph as ArcadeDB lightweight edges (faster loads; such edges cannot get
+        properties later, e.g. ``SET r.weight = 1`` fails with the engine's error)."""
         super().__init__(**kwargs)
+        self.light_edges = light_edges
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise StoreError(f"{self.root} is a file, expected a database directory")
@@ -182,30 +206,40 @@ class ArcadeStore(CypherStore):
             shutil.rmtree(self.root / old_gen, ignore_errors=True)
 
     def _bulk_load(self, db: Any, graph: SceneGraph, progress: ProgressFn | None) -> None:
+        """Fast path: one JSON document per chunk of vertices and one joined RID string per chunk of edges
+        cross into the JVM (per-value marshalling is ~10x slower); property-less edge types are declared
+        LIGHTWEIGHT (no edge record, ~2x faster to write); indexes are built once, after the data."""
         by_label = nodes_by_label(graph)
-        edge_types = sorted({e.type for e in graph.edges()})
+        groups = list(edge_groups(graph))
         for label in by_label:
             db.command("sql", f"CREATE VERTEX TYPE `{label}`")
             db.command("sql", f"CREATE PROPERTY `{label}`.{ont.SYMBOL_KEY} STRING")
             db.command("sql", f"CREATE PROPERTY `{label}`.{CELL_KEY} STRING")
-        for etype in edge_types:
-            db.command("sql", f"CREATE EDGE TYPE `{etype}`")
+        light_types = {etype for etype, _, _, attrs in groups if attrs is None and self.light_edges}
+        for etype in sorted({g[0] for g in groups}):
+            db.command(
+                "sql", f"CREATE EDGE TYPE `{etype}`" + (" LIGHTWEIGHT" if etype in light_types else "")
+            )
         total_nodes, total_edges = graph.num_nodes, graph.num_edges
         rid: dict[str, str] = {}
         done = 0
         with db.graph_batch(
-            batch_size=200_000, use_wal=False, expected_edge_count=max(total_edges, 1)
+            batch_size=200_000,
+            use_wal=False,
+            expected_edge_count=max(total_edges, 1),
+            light_edges=bool(light_types),
+            parallel_flush=True,
         ) as batch:
             for label, nodes in by_label.items():
                 for start in range(0, len(nodes), _CHUNK):
                     chunk = nodes[start : start + _CHUNK]
-                    rids = batch.create_vertices(label, [node_properties(n) for n in chunk])
+                    rids = _create_vertices(batch, label, [node_properties(n) for n in chunk])
                     rid.update(zip((n.symbol for n in chunk), rids, strict=True))
                     done += len(chunk)
                     if progress:
                         progress("nodes", done, total_nodes)
             done = 0
-            for etype, sources, targets, attrs in edge_groups(graph):
+            for etype, sources, targets, attrs in groups:
                 for start in range(0, len(sources), _CHUNK * 5):
                     stop = start + _CHUNK * 5
                     batch.new_edges(
@@ -230,7 +264,8 @@ class ArcadeStore(CypherStore):
     def _require_db(self) -> Any:
         if self._db is None:
             raise StoreError(
-                f"the database at {self.root} is empty", hint=f"load a scene graph: scenerag load FILE --db {self.root}"
+                f"the database at {self.root} is empty",
+                hint=f"load a scene graph: scenerag load FILE --db {self.root}",
             )
         return self._db
 
@@ -259,7 +294,9 @@ class ArcadeStore(CypherStore):
             message = str(exc)
             if "QueryNotIdempotent" in message or "not idempotent" in message:
                 raise QueryError(
-                    "write_refused", "the database refused a write in read-only mode", cypher,
+                    "write_refused",
+                    "the database refused a write in read-only mode",
+                    cypher,
                     hint="writes need read_only=False (CLI: --write)",
                 ) from None
             raise db_error(message, cypher) from None

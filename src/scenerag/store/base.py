@@ -33,7 +33,13 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MAX_ROWS = 1000
 
 ErrorKind = Literal[
-    "syntax", "unknown_name", "write_refused", "procedure_refused", "unbounded", "timeout", "runtime",
+    "syntax",
+    "unknown_name",
+    "write_refused",
+    "procedure_refused",
+    "unbounded",
+    "timeout",
+    "runtime",
     "parameter",
 ]
 
@@ -65,7 +71,9 @@ class QueryError(SceneRagError):
     def __str__(self) -> str:
         parts = [f"{self.kind} error: {self.message}"]
         if self.line is not None and self.column is not None:
-            parts.append(f"at line {self.line}, column {self.column}:\n{caret_excerpt(self.query, self.line, self.column)}")
+            parts.append(
+                f"at line {self.line}, column {self.column}:\n{caret_excerpt(self.query, self.line, self.column)}"
+            )
         if self.suggestions:
             parts.append("did you mean: " + ", ".join(self.suggestions) + "?")
         if self.hint:
@@ -74,8 +82,13 @@ class QueryError(SceneRagError):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": self.kind, "message": self.message, "query": self.query, "line": self.line,
-            "column": self.column, "suggestions": self.suggestions, "hint": self.hint,
+            "kind": self.kind,
+            "message": self.message,
+            "query": self.query,
+            "line": self.line,
+            "column": self.column,
+            "suggestions": self.suggestions,
+            "hint": self.hint,
         }
 
 
@@ -101,8 +114,12 @@ class QueryResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "columns": self.columns, "rows": self.rows, "truncated": self.truncated,
-            "max_rows": self.max_rows, "elapsed_ms": round(self.elapsed_ms, 3), "notices": self.notices,
+            "columns": self.columns,
+            "rows": self.rows,
+            "truncated": self.truncated,
+            "max_rows": self.max_rows,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "notices": self.notices,
         }
 
     def truncation_note(self) -> str | None:
@@ -155,7 +172,9 @@ class CypherStore(abc.ABC):
 
     backend: str = "abstract"
 
-    def __init__(self, *, default_timeout_s: float = DEFAULT_TIMEOUT_S, default_max_rows: int = DEFAULT_MAX_ROWS):
+    def __init__(
+        self, *, default_timeout_s: float = DEFAULT_TIMEOUT_S, default_max_rows: int = DEFAULT_MAX_ROWS
+    ):
         self.default_timeout_s = default_timeout_s
         self.default_max_rows = default_max_rows
         self._schema: GraphSchema | None = None
@@ -202,7 +221,12 @@ class CypherStore(abc.ABC):
         max_rows: int | None = None,
     ) -> QueryResult:
         if not isinstance(cypher, str) or not cypher.strip():
-            raise QueryError("syntax", "empty query", str(cypher), hint="write a Cypher query such as MATCH (n) RETURN n LIMIT 5")
+            raise QueryError(
+                "syntax",
+                "empty query",
+                str(cypher),
+                hint="write a Cypher query such as MATCH (n) RETURN n LIMIT 5",
+            )
         timeout = self.default_timeout_s if timeout_s is None else float(timeout_s)
         cap = self.default_max_rows if max_rows is None else int(max_rows)
         if timeout <= 0 or cap <= 0:
@@ -253,14 +277,18 @@ class CypherStore(abc.ABC):
         for label in dict.fromkeys(a.labels):
             if label not in schema.node_counts:
                 raise QueryError(
-                    "unknown_name", f"unknown node label '{label}'", cypher,
+                    "unknown_name",
+                    f"unknown node label '{label}'",
+                    cypher,
                     suggestions=schema.suggest(label, schema.labels),
                     hint="labels in this graph: " + ", ".join(schema.labels),
                 )
         for rtype in dict.fromkeys(a.rel_types):
             if rtype not in schema.rel_counts:
                 raise QueryError(
-                    "unknown_name", f"unknown relationship type '{rtype}'", cypher,
+                    "unknown_name",
+                    f"unknown relationship type '{rtype}'",
+                    cypher,
                     suggestions=schema.suggest(rtype, schema.rel_types),
                     hint="relationship types in this graph: " + ", ".join(schema.rel_types),
                 )
@@ -273,7 +301,9 @@ class CypherStore(abc.ABC):
                 CypherStore._check_key(cypher, schema, key, a.rel_vars[var], rel=True)
 
     @staticmethod
-    def _check_key(cypher: str, schema: GraphSchema, key: str, labels: set[str] | frozenset[str], *, rel: bool) -> None:
+    def _check_key(
+        cypher: str, schema: GraphSchema, key: str, labels: set[str] | frozenset[str], *, rel: bool
+    ) -> None:
         known = schema.property_keys(labels, rel=rel)
         if key in known:
             return
@@ -318,14 +348,25 @@ def db_error(message: str, cypher: str) -> QueryError:
     """Classify a database error message into a ``QueryError`` with a position where there is one."""
     lowered = message.lower()
     pos = error_position(message)
-    if "timeout" in lowered or "timed out" in lowered or "exceeded" in lowered and "timeout" in lowered:
+    if "timeout" in lowered or "timed out" in lowered or ("exceeded" in lowered and "timeout" in lowered):
         return QueryError(
-            "timeout", "the query took longer than its time limit", cypher,
+            "timeout",
+            "the query took longer than its time limit",
+            cypher,
             hint="narrow it: start from a nodeSymbol, bound hops (*1..3), add LIMIT",
         )
-    if "syntax" in lowered or "mismatched input" in lowered or "invalid input" in lowered or "parsing" in lowered:
+    if (
+        "syntax" in lowered
+        or "mismatched input" in lowered
+        or "invalid input" in lowered
+        or "parsing" in lowered
+    ):
         return QueryError(
-            "syntax", _short(message), cypher, line=pos[0] if pos else None, column=pos[1] if pos else None,
+            "syntax",
+            _short(message),
+            cypher,
+            line=pos[0] if pos else None,
+            column=pos[1] if pos else None,
             hint="fix the Cypher syntax (Neo4j dialect)",
         )
     if "parameter" in lowered and ("missing" in lowered or "expected" in lowered):

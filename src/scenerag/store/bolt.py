@@ -75,9 +75,14 @@ class BoltStore(CypherStore):
         except ImportError as exc:  # pragma: no cover
             raise StoreError("the Bolt backend needs the neo4j driver", hint="pip install neo4j") from exc
         parts = urlsplit(uri)
-        user = user or (unquote(parts.username) if parts.username else None) or os.environ.get("SCENERAG_BOLT_USER")
+        user = (
+            user
+            or (unquote(parts.username) if parts.username else None)
+            or os.environ.get("SCENERAG_BOLT_USER")
+        )
         password = (
-            password or (unquote(parts.password) if parts.password else None)
+            password
+            or (unquote(parts.password) if parts.password else None)
             or os.environ.get("SCENERAG_BOLT_PASSWORD")
         )
         database = database or (parts.path.strip("/") or None) or os.environ.get("SCENERAG_BOLT_DATABASE")
@@ -119,7 +124,9 @@ class BoltStore(CypherStore):
             return future.result(timeout=timeout_s + 1.0)
         except concurrent.futures.TimeoutError:
             raise QueryError(
-                "timeout", f"the query took longer than its time limit ({timeout_s:g} s)", cypher,
+                "timeout",
+                f"the query took longer than its time limit ({timeout_s:g} s)",
+                cypher,
                 hint="narrow it: start from a nodeSymbol, bound hops (*1..3), add LIMIT",
             ) from None
 
@@ -163,9 +170,7 @@ class BoltStore(CypherStore):
             for label in by_label:  # schema statements cannot share a transaction with writes
                 for key in (ont.SYMBOL_KEY, CELL_KEY):
                     try:
-                        session.run(
-                            f"CREATE INDEX IF NOT EXISTS FOR (n:`{label}`) ON (n.`{key}`)"
-                        ).consume()
+                        session.run(f"CREATE INDEX IF NOT EXISTS FOR (n:`{label}`) ON (n.`{key}`)").consume()
                     except Exception as exc:
                         raise StoreError(f"could not create the index on {label}.{key}: {exc}") from None
             tx = session.begin_transaction()
@@ -208,7 +213,8 @@ class BoltStore(CypherStore):
                 if isinstance(exc, (KeyboardInterrupt, SystemExit, StoreError)):
                     raise
                 raise StoreError(
-                    f"loading into {self.uri} failed: {str(exc)[:400]}", hint="the previous graph is unchanged"
+                    f"loading into {self.uri} failed: {str(exc)[:400]}",
+                    hint="the previous graph is unchanged",
                 ) from exc
 
     def _introspect(self) -> GraphSchema:

@@ -10,17 +10,41 @@ import re
 from dataclasses import dataclass, field
 
 WRITE_KEYWORDS = frozenset(
-    {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH", "LOAD", "ALTER", "GRANT",
-     "REVOKE", "DENY", "RENAME", "TERMINATE"}
+    {
+        "CREATE",
+        "MERGE",
+        "SET",
+        "DELETE",
+        "DETACH",
+        "REMOVE",
+        "DROP",
+        "FOREACH",
+        "LOAD",
+        "ALTER",
+        "GRANT",
+        "REVOKE",
+        "DENY",
+        "RENAME",
+        "TERMINATE",
+    }
 )
 
 # Procedures that only read: allowed in read-only mode.
 READ_ONLY_PROCEDURES = frozenset(
     {
-        "db.labels", "db.relationshiptypes", "db.propertykeys", "db.schema.visualization",
-        "db.schema.nodetypeproperties", "db.schema.reltypeproperties", "db.indexes", "db.constraints",
-        "db.index.fulltext.querynodes", "db.index.fulltext.queryrelationships", "db.index.vector.querynodes",
-        "db.index.vector.queryrelationships", "dbms.components",
+        "db.labels",
+        "db.relationshiptypes",
+        "db.propertykeys",
+        "db.schema.visualization",
+        "db.schema.nodetypeproperties",
+        "db.schema.reltypeproperties",
+        "db.indexes",
+        "db.constraints",
+        "db.index.fulltext.querynodes",
+        "db.index.fulltext.queryrelationships",
+        "db.index.vector.querynodes",
+        "db.index.vector.queryrelationships",
+        "dbms.components",
     }
 )
 
@@ -166,13 +190,23 @@ def analyze(query: str) -> CypherAnalysis:
             elif upper == "IN" and ident(i + 1) and ident(i + 1).upper() == "TRANSACTIONS":  # type: ignore[union-attr]
                 a.write_clauses.append("IN TRANSACTIONS")
         if t.kind == "op" and t.text == "{":
-            brace_stack.append("sub" if (i > 0 and ident(i - 1) and toks[i - 1].text.upper() in
-                                         ("CALL", "EXISTS", "COUNT", "COLLECT")) else "map")
+            brace_stack.append(
+                "sub"
+                if (
+                    i > 0
+                    and ident(i - 1)
+                    and toks[i - 1].text.upper() in ("CALL", "EXISTS", "COUNT", "COLLECT")
+                )
+                else "map"
+            )
         elif t.kind == "op" and t.text == "}":
             if brace_stack:
                 brace_stack.pop()
-        elif t.kind == "op" and t.text == "(" and not (i > 0 and toks[i - 1].kind == "ident"
-                                                        and not _is_clause_word(toks[i - 1].text)):
+        elif (
+            t.kind == "op"
+            and t.text == "("
+            and not (i > 0 and toks[i - 1].kind == "ident" and not _is_clause_word(toks[i - 1].text))
+        ):
             # Node pattern (or parenthesised expression): [var] [:Label...] [{map}]
             j = i + 1
             var = ident(j) if not is_op(j + 1, "(") and not is_op(j + 1, ".") else None
@@ -218,12 +252,19 @@ def analyze(query: str) -> CypherAnalysis:
             if is_op(j, "{"):
                 read_pattern_map(j, "rel", frozenset(types))
         elif (
-            t.kind == "ident" and not prev_dot and is_op(i + 1, ".") and ident(i + 2) is not None
+            t.kind == "ident"
+            and not prev_dot
+            and is_op(i + 1, ".")
+            and ident(i + 2) is not None
             and not is_op(i + 3, "(")
         ):
             a.property_refs.append((t.text, toks[i + 2].text))
         elif (
-            t.kind == "ident" and not prev_dot and not in_map_key and is_op(i + 1, ":") and ident(i + 2)
+            t.kind == "ident"
+            and not prev_dot
+            and not in_map_key
+            and is_op(i + 1, ":")
+            and ident(i + 2)
             and not (brace_stack and brace_stack[-1] == "map")
             and not (is_op(i - 1, "[") or is_op(i - 1, "("))
         ):
@@ -239,8 +280,27 @@ def analyze(query: str) -> CypherAnalysis:
 def _is_clause_word(word: str) -> bool:
     """Words after which '(' opens a pattern or expression, not a function call."""
     return word.upper() in {
-        "MATCH", "WHERE", "RETURN", "WITH", "AND", "OR", "NOT", "XOR", "CREATE", "MERGE", "OPTIONAL",
-        "UNWIND", "IN", "AS", "DISTINCT", "CASE", "WHEN", "THEN", "ELSE", "DELETE", "SET",
+        "MATCH",
+        "WHERE",
+        "RETURN",
+        "WITH",
+        "AND",
+        "OR",
+        "NOT",
+        "XOR",
+        "CREATE",
+        "MERGE",
+        "OPTIONAL",
+        "UNWIND",
+        "IN",
+        "AS",
+        "DISTINCT",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "ELSE",
+        "DELETE",
+        "SET",
     }
 
 

@@ -90,14 +90,30 @@ class GraphSchema:
     # -- rendering ------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
-            "labels": {k: {"count": v, "properties": {p.name: {"type": p.type, "count": p.count}
-                                                      for p in self.node_properties.get(k, {}).values()}}
-                       for k, v in sorted(self.node_counts.items())},
-            "relationship_types": {k: {"count": v, "properties": {p.name: {"type": p.type, "count": p.count}
-                                                                  for p in self.rel_properties.get(k, {}).values()}}
-                                   for k, v in sorted(self.rel_counts.items())},
-            "patterns": [{"source": s, "type": t, "target": d, "count": c}
-                         for (s, t, d), c in sorted(self.patterns.items())],
+            "labels": {
+                k: {
+                    "count": v,
+                    "properties": {
+                        p.name: {"type": p.type, "count": p.count}
+                        for p in self.node_properties.get(k, {}).values()
+                    },
+                }
+                for k, v in sorted(self.node_counts.items())
+            },
+            "relationship_types": {
+                k: {
+                    "count": v,
+                    "properties": {
+                        p.name: {"type": p.type, "count": p.count}
+                        for p in self.rel_properties.get(k, {}).values()
+                    },
+                }
+                for k, v in sorted(self.rel_counts.items())
+            },
+            "patterns": [
+                {"source": s, "type": t, "target": d, "count": c}
+                for (s, t, d), c in sorted(self.patterns.items())
+            ],
             "containment_chains": self.containment_chains(),
         }
 

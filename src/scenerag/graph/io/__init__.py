@@ -28,7 +28,8 @@ def detect_format(path: str | Path) -> str:
         if path.suffix.lower() in (".sparkdsg", ".dsg", ".bin"):
             return "hydra"
         raise SceneGraphFormatError(
-            str(path), "not JSON and not a known binary scene-graph format",
+            str(path),
+            "not JSON and not a known binary scene-graph format",
             hint="supported: scenerag JSON, Hydra/spark_dsg JSON (.json) or binary (.sparkdsg)",
         )
     if b'"SPARK_DSG_header"' in head or b'"layer_names"' in head or b'"mesh"' in head[:64]:
@@ -39,11 +40,15 @@ def detect_format(path: str | Path) -> str:
     document = _read_json(path)
     if is_native(document):
         return "native"
-    if isinstance(document, dict) and "nodes" in document and ("layer_names" in document or "edges" in document):
-        if "SPARK_DSG_header" in document or "directed" in document:
-            return "hydra"
+    if (
+        isinstance(document, dict)
+        and "nodes" in document
+        and ("layer_names" in document or "edges" in document)
+    ) and ("SPARK_DSG_header" in document or "directed" in document):
+        return "hydra"
     raise SceneGraphFormatError(
-        str(path), "JSON, but not a scene graph scenerag can read",
+        str(path),
+        "JSON, but not a scene graph scenerag can read",
         hint="expected a scenerag scene_graph document or a Hydra/spark_dsg export",
     )
 

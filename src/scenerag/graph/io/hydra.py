@@ -90,7 +90,8 @@ def load_hydra(path: str | Path) -> SceneGraph:
             dsg = spark_dsg.DynamicSceneGraph.load(str(path))
     except Exception as exc:
         raise SceneGraphFormatError(
-            str(path), f"spark_dsg could not parse the file: {exc}",
+            str(path),
+            f"spark_dsg could not parse the file: {exc}",
             hint="check that it was written by Hydra / spark_dsg",
         ) from None
     return from_spark_dsg(dsg, source=str(path))
@@ -137,7 +138,9 @@ def from_spark_dsg(dsg: Any, source: str = "<spark_dsg>") -> SceneGraph:
         else:  # same layer, different partitions (e.g. places <-> mesh places)
             graph.add_edge(source, target, "INTERLAYER_CONNECTED")
 
-    graph.metadata["labelspaces"] = {k: {str(i): n for i, n in v.items()} for k, v in labelspaces.items() if v}
+    graph.metadata["labelspaces"] = {
+        k: {str(i): n for i, n in v.items()} for k, v in labelspaces.items() if v
+    }
     return graph
 
 
