@@ -19,10 +19,10 @@ from typing import Any
 
 from scenerag.errors import StoreError
 from scenerag.graph import ontology as ont
-from scenerag.graph.model import SceneGraph
+from scenerag.graph.model import Node, SceneGraph
 from scenerag.store.base import CypherStore, ProgressFn, QueryError, db_error, normalize_value
 from scenerag.store.introspect import introspect
-from scenerag.store.rows import CELL_KEY, edge_groups, node_properties, nodes_by_label
+from scenerag.store.rows import CELL_KEY, edge_groups, node_properties, nodes_by_label, nodes_json
 from scenerag.store.schema import GraphSchema, schema_from_graph
 
 CURRENT = "CURRENT"
@@ -64,8 +64,8 @@ def _start_jvm() -> None:
     _jvm_ready = True
 
 
-def _create_vertices(batch: Any, label: str, rows: list[dict[str, Any]]) -> list[str]:
-    """Create vertices from property dicts, returning their RIDs in order.
+def _create_vertices(batch: Any, label: str, nodes: list[Node]) -> list[str]:
+    """Create the vertices of ``nodes`` (properties as ``node_properties``), returning their RIDs in order.
 
     Rows cross the JPype boundary as one JSON document (nested point maps and lists included) through
     the package's ``VertexBatcher`` bridge; without the bridge, the package's per-value path is used.
@@ -75,8 +75,8 @@ def _create_vertices(batch: Any, label: str, rows: list[dict[str, Any]]) -> list
     try:
         batcher = jpype.JClass("com.arcadedb.python.VertexBatcher")
     except Exception:  # bridge jar absent in this arcadedb-embedded build
-        return list(batch.create_vertices(label, rows))
-    joined = str(batcher.createVerticesJson(batch._java_graph_batch, label, json.dumps(rows)))
+        return list(batch.create_vertices(label, [node_properties(n) for n in nodes]))
+    joined = str(batcher.createVerticesJson(batch._java_graph_batch, label, nodes_json(nodes)))
     return joined.split(";") if joined else []
 
 
@@ -229,11 +229,13 @@ class ArcadeStore(CypherStore):
             expected_edge_count=max(total_edges, 1),
             light_edges=bool(light_types),
             parallel_flush=True,
+            pre_allocate_edge_chunks=True,
+            edge_list_initial_size=128,
         ) as batch:
             for label, nodes in by_label.items():
                 for start in range(0, len(nodes), _CHUNK):
                     chunk = nodes[start : start + _CHUNK]
-                    rids = _create_vertices(batch, label, [node_properties(n) for n in chunk])
+                    rids = _create_vertices(batch, label, chunk)
                     rid.update(zip((n.symbol for n in chunk), rids, strict=True))
                     done += len(chunk)
                     if progress:

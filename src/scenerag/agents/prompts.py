@@ -1,0 +1,120 @@
+"""Prompt text for the scene-graph agents (the Heracles prompts in spirit, kept short: tokens cost).
+
+Everything graph-specific (labels, relationship types, containment chains, examples) is generated from
+the live database schema, never hand-written, so the same prompts work on any scene graph.
+"""
+
+from __future__ import annotations
+
+from scenerag.graph import ontology as ont
+from scenerag.store.schema import GraphSchema
+
+SCENE_GRAPH_PRIMER = (
+    "A 3D scene graph is a layered graph of a robot's world: rooms/regions at the top, places below "
+    "them, objects below places (an object is NOT directly in a room: go through its places). "
+    "Node symbols look like R1 (room), P12 (place), O7 (object)."
+)
+
+CYPHER_RULES = (
+    "Cypher rules: Neo4j dialect; read-only (MATCH/OPTIONAL MATCH/WITH/UNWIND/RETURN); use point.distance(a, b) "
+    "for distances (not distance()); no apoc; bound variable-length paths (*1..5); match *_CONNECTED edges "
+    "without an arrow; return only the columns you need and use LIMIT, count() or collect() for large results."
+)
+
+ANSWER_RULES_QA = (
+    "Final answer format (SLDP): a set of items in any order as <a, b, c>; an ordered list as [a, b]; a "
+    "mapping as {key: value}; a position as POINT(x y z); a single number, symbol or word as itself. "
+    "Unless asked otherwise return node symbols (O12), without quotes or parentheses. Do not add "
+    "explanations to the answer."
+)
+
+SLDP_TYPE_HINTS = {
+    "set": "The answer is a set: <a, b, c>.",
+    "list": "The answer is an ordered list: [a, b, c].",
+    "dict": "The answer is a mapping: {key: value, ...}.",
+    "point": "The answer is a position: POINT(x y z).",
+    "number": "The answer is a single number.",
+    "string": "The answer is a single symbol or word.",
+}
+
+
+def pddl_rules(domain_text: str) -> str:
+    """Instructions for grounding an instruction to a PDDL goal over ``domain_text``'s predicates."""
+    return (
+        "Task: turn the instruction into a PDDL goal over these predicates, using node symbols from the "
+        "database as arguments:\n"
+        f"{domain_text}\n"
+        "Compose with (and ...), (or ...), (not ...). For ordered instructions use visited-* for the earlier "
+        "steps and at-*/in-room for the final one. The final answer is only the goal, e.g. "
+        "(and (visited-object O3) (at-place P12))."
+    )
+
+
+def schema_block(schema: GraphSchema) -> str:
+    """The live database schema rendered for the prompt."""
+    return "Database schema:\n" + schema.to_text()
+
+
+def no_schema_block() -> str:
+    """What the model is told when it gets no schema: explore first."""
+    return (
+        "You are not given the database schema: explore it with queries first, e.g. "
+        "CALL db.labels() YIELD label RETURN label; "
+        "MATCH (a)-[r]->(b) RETURN DISTINCT labels(a), type(r), labels(b) LIMIT 20; "
+        "MATCH (n:SomeLabel) RETURN keys(n) LIMIT 1."
+    )
+
+
+def _chain_for_examples(schema: GraphSchema) -> tuple[str, str, str | None]:
+    """(top container label, leaf label, a sibling edge type) for generated examples."""
+    chains = schema.containment_chains()
+    labels = set(schema.node_counts)
+    leaf = (
+        ont.OBJECT
+        if ont.OBJECT in labels
+        else (chains[0][-1] if chains else next(iter(sorted(labels)), "Node"))
+    )
+    top = ont.ROOM if ont.ROOM in labels else (chains[0][0] if chains else leaf)
+    for chain in chains:
+        if leaf in chain and chain.index(leaf) > 1:
+            top = chain[0]
+            break
+    sibling = next(
+        (t for (_, t, _) in sorted(schema.patterns) if t.endswith("_CONNECTED") and t != ont.ROOM_CONNECTED),
+        None,
+    )
+    return top, leaf, sibling
+
+
+def cypher_examples(schema: GraphSchema) -> str:
+    """Two or three worked query examples built from the live schema (labels and edge types that exist).
+
+    Small models miss transitive containment (``-[:CONTAINS*]->``) zero-shot; with these they write it.
+    """
+    top, leaf, sibling = _chain_for_examples(schema)
+    top_symbol = f"{top[0]}1"
+    leaf_symbol = f"{leaf[0]}3"
+    lines = [
+        "Examples:",
+        f"Q: Which {leaf.lower()}s are in {top_symbol}? -> MATCH (r:{top} {{nodeSymbol: '{top_symbol}'}})"
+        f"-[:CONTAINS*]->(o:{leaf}) RETURN DISTINCT o.nodeSymbol",
+        f"Q: How many {leaf.lower()}s of class chair are within 3 m of {leaf_symbol}? -> MATCH (a:{leaf} "
+        f"{{nodeSymbol: '{leaf_symbol}'}}), (b:{leaf} {{class: 'chair'}}) WHERE b <> a AND "
+        "point.distance(a.center, b.center) < 3 RETURN count(b)",
+    ]
+    if sibling:
+        src = next((s for (s, t, _) in schema.patterns if t == sibling), leaf)
+        lines.append(
+            f"Q: Which nodes are within 2 hops of {src[0]}5? -> MATCH (p:{src} {{nodeSymbol: '{src[0]}5'}})"
+            f"-[:{sibling}*1..2]-(q:{src}) WHERE q <> p RETURN DISTINCT q.nodeSymbol"
+        )
+    return "\n".join(lines)
+
+
+def json_action_instructions(max_tool_calls: int) -> str:
+    """How a model without native tool calling acts: one JSON object per turn."""
+    return (
+        'Reply with one JSON object per turn: {"thought": "...", "action": "cypher", "input": "<query>"} '
+        'to run a query (you will see its result), or {"thought": "...", "action": "answer", "input": '
+        f'"<final answer>"}} when you know the answer. At most {max_tool_calls} queries.'
+    )
