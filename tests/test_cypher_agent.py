@@ -47,7 +47,7 @@ def lounge_signs(graph: SceneGraph) -> set[str]:
 def test_agentic_json_runs_query_and_answers(store: CypherStore, hydra_graph: SceneGraph) -> None:
     expected = lounge_signs(hydra_graph)
     answer = "<" + ", ".join(sorted(expected)) + ">"
-    model = ScriptedChatModel([act("cypher", LOUNGE_SIGNS), act("answer", answer)], supports_tools=False)
+    model = ScriptedChatModel([act("tool", LOUNGE_SIGNS), act("answer", answer)], supports_tools=False)
     result = CypherAgent(model, store).run("Which signs are in the lounge?", answer_type="set")
     assert result.answer == answer and result.error is None
     assert result.llm_calls == 2 and result.tool_calls == 1 and result.valid_tool_rate == 1.0
@@ -68,8 +68,8 @@ def test_agentic_json_runs_query_and_answers(store: CypherStore, hydra_graph: Sc
 def test_failed_query_error_goes_back_to_the_model(store: CypherStore) -> None:
     model = ScriptedChatModel(
         [
-            act("cypher", "MATCH (o:Objects) RETURN count(o) AS n"),
-            act("cypher", "MATCH (o:Object) RETURN count(o) AS n"),
+            act("tool", "MATCH (o:Objects) RETURN count(o) AS n"),
+            act("tool", "MATCH (o:Object) RETURN count(o) AS n"),
             act("answer", "65"),
         ],
         supports_tools=False,
@@ -86,7 +86,7 @@ def test_writes_are_refused_and_reported(store: CypherStore) -> None:
     count = "MATCH (o:Object {class: 'bag'}) RETURN count(o) AS n"
     before = store.query(count).rows
     model = ScriptedChatModel(
-        [act("cypher", "MATCH (o:Object) SET o.class = 'bag' RETURN count(o)"), act("answer", "done")],
+        [act("tool", "MATCH (o:Object) SET o.class = 'bag' RETURN count(o)"), act("answer", "done")],
         supports_tools=False,
     )
     result = CypherAgent(model, store).run("Rename every object to bag.")
@@ -96,12 +96,12 @@ def test_writes_are_refused_and_reported(store: CypherStore) -> None:
 
 
 def test_tool_call_limit_forces_an_answer(store: CypherStore) -> None:
-    q = act("cypher", "MATCH (r:Room) RETURN count(r) AS n")
+    q = act("tool", "MATCH (r:Room) RETURN count(r) AS n")
     model = ScriptedChatModel([q, q, act("answer", "5")], supports_tools=False)
     result = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=2)).run("How many rooms?")
     assert result.tool_calls == 2 and result.answer == "5"
     assert model.calls[2].response_schema == ANSWER_ACTION_SCHEMA
-    assert "no queries left" in model.calls[2].messages[-1].content
+    assert "no tool calls left" in model.calls[2].messages[-1].content
 
 
 def test_invalid_sldp_answer_is_corrected(store: CypherStore) -> None:
@@ -152,7 +152,7 @@ def test_feedforward_query_then_refinement(store: CypherStore) -> None:
 def test_no_schema_variant_explores(store: CypherStore) -> None:
     model = ScriptedChatModel(
         [
-            act("cypher", "CALL db.labels() YIELD label RETURN label"),
+            act("tool", "CALL db.labels() YIELD label RETURN label"),
             act("answer", "<Object, MeshPlace, Room>"),
         ],
         supports_tools=False,

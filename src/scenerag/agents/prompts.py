@@ -109,12 +109,3 @@ def cypher_examples(schema: GraphSchema) -> str:
             f"-[:{sibling}*1..2]-(q:{src}) WHERE q <> p RETURN DISTINCT q.nodeSymbol"
         )
     return "\n".join(lines)
-
-
-def json_action_instructions(max_tool_calls: int) -> str:
-    """How a model without native tool calling acts: one JSON object per turn."""
-    return (
-        'Reply with one JSON object per turn: {"thought": "...", "action": "cypher", "input": "<query>"} '
-        'to run a query (you will see its result), or {"thought": "...", "action": "answer", "input": '
-        f'"<final answer>"}} when you know the answer. At most {max_tool_calls} queries.'
-    )
