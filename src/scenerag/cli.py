@@ -202,6 +202,102 @@ def schema(
             console.print(s.to_text(), highlight=False)
 
 
+LlmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="Chat model: local (default, offline GGUF), local:/path.gguf, openai:MODEL (any OpenAI-compatible "
+        "endpoint; OPENAI_BASE_URL/OPENAI_API_KEY), anthropic:MODEL. Env: SCENERAG_LLM.",
+    ),
+]
+
+
+def _agent(db: str, llm: str | None, mode: str, schema: bool, max_tool_calls: int) -> tuple[Any, Any]:
+    from scenerag.agents import CypherAgent, CypherAgentConfig
+    from scenerag.llm import make_chat_model
+
+    if mode not in ("agentic", "feedforward"):
+        _fail(f"--mode {mode!r}: use agentic or feedforward")
+    store = _open(db, create=False)
+    try:
+        model = make_chat_model(llm)
+    except BaseException:
+        store.close()
+        raise
+    config = CypherAgentConfig(mode=mode, with_schema=schema, max_tool_calls=max_tool_calls)  # type: ignore[arg-type]
+    return CypherAgent(model, store, config), store
+
+
+def _print_run(result: Any, as_json: bool, label: str) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+        return
+    for i, tool in enumerate(result.tools, 1):
+        status = f"{tool.rows} row(s)" if tool.ok else f"[red]{(tool.error or '').splitlines()[0]}[/]"
+        console.print(f"[dim]query {i}:[/] {tool.input}\n  -> {status}", highlight=False, soft_wrap=True)
+    if result.answer is not None:
+        console.print(f"[bold green]{label}:[/] {result.answer}", highlight=False)
+    u = result.usage
+    console.print(
+        f"[dim]{result.method} · {result.llm_calls} LLM call(s) · {result.tool_calls} query(ies) · "
+        f"{u.input_tokens} in / {u.output_tokens} out tokens · {result.wall_s:.1f} s[/]"
+    )
+    if result.error:
+        err_console.print(f"[yellow]warning:[/] {result.error}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="A question about the scene graph.")],
+    db: DbOption,
+    llm: LlmOption = None,
+    mode: Annotated[
+        str, typer.Option("--mode", help="agentic (several queries) or feedforward (one).")
+    ] = "agentic",
+    schema: Annotated[
+        bool, typer.Option("--schema/--no-schema", help="Put the live schema in the prompt.")
+    ] = True,
+    max_tool_calls: Annotated[int, typer.Option("--max-tool-calls", help="Query budget (agentic).")] = 5,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole run (queries, tokens) as JSON.")
+    ] = False,
+) -> None:
+    """Answer a question: an LLM writes read-only Cypher against the database; the answer is in SLDP."""
+    with _errors():
+        agent, store = _agent(db, llm, mode, schema, max_tool_calls)
+        try:
+            result = agent.run(question)
+        finally:
+            store.close()
+        _print_run(result, as_json, "answer")
+        if result.answer is None:
+            raise typer.Exit(1)
+
+
+@app.command()
+def ground(
+    instruction: Annotated[str, typer.Argument(help="An instruction for the robot.")],
+    db: DbOption,
+    llm: LlmOption = None,
+    mode: Annotated[str, typer.Option("--mode", help="agentic or feedforward.")] = "agentic",
+    schema: Annotated[
+        bool, typer.Option("--schema/--no-schema", help="Put the live schema in the prompt.")
+    ] = True,
+    max_tool_calls: Annotated[int, typer.Option("--max-tool-calls", help="Query budget (agentic).")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole run as JSON.")] = False,
+) -> None:
+    """Ground an instruction to a PDDL goal whose symbols all exist in the database."""
+    with _errors():
+        agent, store = _agent(db, llm, mode, schema, max_tool_calls)
+        try:
+            result = agent.run(instruction, task="pddl")
+        finally:
+            store.close()
+        _print_run(result, as_json, "goal")
+        if result.answer is None or result.error:
+            raise typer.Exit(1)
+
+
 DEMO_QUERIES: list[tuple[str, str]] = [
     ("Which rooms are there?", "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room"),
     (
