@@ -59,7 +59,7 @@ def test_agentic_json_runs_query_and_answers(store: CypherStore, hydra_graph: Sc
     # the prompt carries the live schema, its containment warning, and a generated example
     system = model.calls[0].messages[0].content
     assert "Object nodes are NOT directly contained in Room nodes" in system
-    assert "-[:CONTAINS*]->(o:Object)" in system
+    assert "-[:CONTAINS*]->(o:Object {class: 'appliance'})" in system
     assert "The answer is a set" in model.calls[0].messages[1].content
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
     assert result.tool_tokens == result.tools[0].result_tokens > 0
@@ -220,3 +220,25 @@ def test_agent_runs_against_bolt_backend(bolt_uri: str, hydra_graph: SceneGraph,
         assert result.tools[0].ok and result.tools[0].rows == 1
     finally:
         store.close()
+
+
+def test_hints_for_small_model_mistakes(store: CypherStore) -> None:
+    """Classes written as labels, wrong case in values, repeated failing queries: each gets a precise hint."""
+    model = ScriptedChatModel(
+        [
+            act("tool", "MATCH (s:Sign) RETURN s.nodeSymbol"),
+            act("tool", "MATCH (s:Sign) RETURN s.nodeSymbol"),
+            act("tool", "MATCH (r:Room {class: 'Lounge'}) RETURN r.nodeSymbol"),
+            act("answer", "<R1>"),
+        ],
+        supports_tools=False,
+    )
+    CypherAgent(model, store).run("Which signs are there?")
+    first = model.calls[1].messages[-1].content
+    assert "'sign' is a value of Object.class" in first and "(n:Object {class: 'sign'})" in first
+    assert "You already ran this exact input" in model.calls[2].messages[-1].content
+    third = model.calls[3].messages[-1].content
+    assert "(no rows)" in third and "did you mean 'lounge' (Room.class)" in third
+    system = model.calls[0].messages[0].content
+    assert "class: STRING (values: appliance, bag," in system
+    assert "(r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'appliance'})" in system

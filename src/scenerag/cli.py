@@ -298,6 +298,39 @@ def ground(
             raise typer.Exit(1)
 
 
+@app.command("eval")
+def eval_(
+    experiment: Annotated[
+        Path, typer.Argument(help="Experiment YAML: graph, questions, runs (see scenerag.eval.runner).")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory for records.jsonl and the summary tables.")
+    ] = Path("benchmarks/out/eval"),
+    questions: Annotated[
+        list[str] | None, typer.Option("--questions", "-q", help="Extra question YAML file(s).")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Only the first N questions (0 = all).")] = 0,
+) -> None:
+    """Run an experiment (methods × models × schema × tool budget) and print the results table."""
+    with _errors():
+        from scenerag.eval.runner import load_experiment, markdown_table, run_experiment, write_results
+
+        exp = load_experiment(experiment, extra_questions=questions)
+        if limit > 0:
+            exp.questions = exp.questions[:limit]
+        records = []
+        with _progress() as update:
+            for record in run_experiment(exp, progress=update):
+                records.append(record)
+                mark = "[green]✓[/]" if record.correct else "[red]✗[/]"
+                err_console.print(
+                    f"{mark} {record.config} {record.uid}: {record.answer!s:.80}", highlight=False
+                )
+        rows = write_results(out, records)
+        console.print(markdown_table(rows), highlight=False)
+        console.print(f"[dim]records and tables in {out}[/]")
+
+
 DEMO_QUERIES: list[tuple[str, str]] = [
     ("Which rooms are there?", "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room"),
     (

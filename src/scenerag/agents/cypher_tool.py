@@ -13,6 +13,7 @@ from scenerag.agents.result import ToolRecord
 from scenerag.errors import SceneRagError
 from scenerag.llm.base import ToolSpec, estimate_tokens
 from scenerag.store.base import GraphStore, QueryResult
+from scenerag.store.cypher import tokenize
 
 CYPHER_TOOL = ToolSpec(
     name="cypher_query",
@@ -105,6 +106,22 @@ class CypherTool:
         self.max_rows = max_rows
         self.count_tokens = count_tokens
 
+    def _empty_hint(self, query: str) -> str:
+        """For an empty result: string literals that are not stored values but differ only in case or plural
+        ('Lounge' vs 'lounge') — the commonest reason a correct-looking query returns nothing."""
+        schema = self.store.schema()
+        notes = []
+        for tok in tokenize(query):
+            if tok.kind != "string":
+                continue
+            literal = tok.text[1:-1]
+            owner = schema.value_owner(literal)
+            if owner is not None and owner[2] != literal:
+                notes.append(
+                    f"'{literal}' is not a stored value; did you mean '{owner[2]}' ({owner[0]}.{owner[1]})?"
+                )
+        return ("\nNote: " + " ".join(dict.fromkeys(notes))) if notes else ""
+
     def run(self, query: str) -> tuple[str, ToolRecord]:
         """Execute ``query``; return the text for the model and the record of the call."""
         query = (query or "").strip().strip("`").strip()
@@ -118,6 +135,8 @@ class CypherTool:
                 "cypher_query", query, False, error=str(exc), result_tokens=self.count_tokens(text)
             )
         text = summarize_rows(result, self.budget_tokens, self.count_tokens)
+        if not result.rows:
+            text += self._empty_hint(query)
         found: dict[str, None] = {}
         _symbols(result.rows, found)
         record = ToolRecord(

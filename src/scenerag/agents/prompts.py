@@ -12,7 +12,8 @@ from scenerag.store.schema import GraphSchema
 SCENE_GRAPH_PRIMER = (
     "A 3D scene graph is a layered graph of a robot's world: rooms/regions at the top, places below "
     "them, objects below places (an object is NOT directly in a room: go through its places). "
-    "Node symbols look like R1 (room), P12 (place), O7 (object)."
+    "Node symbols look like R1 (room), P12 (place), O7 (object). Kinds of things (chair, kitchen) are values "
+    "of the class property, not labels."
 )
 
 CYPHER_RULES = (
@@ -86,20 +87,29 @@ def _chain_for_examples(schema: GraphSchema) -> tuple[str, str, str | None]:
     return top, leaf, sibling
 
 
-def cypher_examples(schema: GraphSchema) -> str:
-    """Two or three worked query examples built from the live schema (labels and edge types that exist).
+def _first_value(schema: GraphSchema, label: str, key: str = "class") -> str | None:
+    info = schema.node_properties.get(label, {}).get(key)
+    return info.values[0] if info is not None and info.values else None
 
-    Small models miss transitive containment (``-[:CONTAINS*]->``) zero-shot; with these they write it.
+
+def cypher_examples(schema: GraphSchema) -> str:
+    """Worked query examples built from the live schema (labels, edge types and class values that exist).
+
+    Small models miss transitive containment (``-[:CONTAINS*]->``) zero-shot and take classes for labels;
+    with these they write both right.
     """
     top, leaf, sibling = _chain_for_examples(schema)
-    top_symbol = f"{top[0]}1"
+    top_cls = _first_value(schema, top)
+    leaf_cls = _first_value(schema, leaf) or "chair"
     leaf_symbol = f"{leaf[0]}3"
+    where_top = f"{{class: '{top_cls}'}}" if top_cls else f"{{nodeSymbol: '{top[0]}1'}}"
+    top_words = f"the {top_cls} {top.lower()}s" if top_cls else f"{top[0]}1"
     lines = [
         "Examples:",
-        f"Q: Which {leaf.lower()}s are in {top_symbol}? -> MATCH (r:{top} {{nodeSymbol: '{top_symbol}'}})"
-        f"-[:CONTAINS*]->(o:{leaf}) RETURN DISTINCT o.nodeSymbol",
-        f"Q: How many {leaf.lower()}s of class chair are within 3 m of {leaf_symbol}? -> MATCH (a:{leaf} "
-        f"{{nodeSymbol: '{leaf_symbol}'}}), (b:{leaf} {{class: 'chair'}}) WHERE b <> a AND "
+        f"Q: Which {leaf_cls} objects are in {top_words}? -> MATCH (r:{top} {where_top})"
+        f"-[:CONTAINS*]->(o:{leaf} {{class: '{leaf_cls}'}}) RETURN DISTINCT o.nodeSymbol",
+        f"Q: How many {leaf.lower()}s are within 3 m of {leaf_symbol}? -> MATCH (a:{leaf} "
+        f"{{nodeSymbol: '{leaf_symbol}'}}), (b:{leaf}) WHERE b <> a AND "
         "point.distance(a.center, b.center) < 3 RETURN count(b)",
     ]
     if sibling:

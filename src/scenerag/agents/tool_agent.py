@@ -157,8 +157,12 @@ class ToolAgent(abc.ABC):
         return problems
 
     def _tool(self, state: RunState, text: str) -> str:
+        key = " ".join(text.split())
+        repeated = any(not t.ok and " ".join(t.input.split()) == key for t in state.result.tools)
         out, record = self.run_tool(text)
         state.result.tools.append(record)
+        if repeated and not record.ok:
+            out = "You already ran this exact input and it failed the same way: change it.\n" + out
         return out
 
     def _agentic(self, state: RunState, question: str, task: Task, answer_type: str | None) -> None:

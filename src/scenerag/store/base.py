@@ -276,12 +276,20 @@ class CypherStore(abc.ABC):
             return  # empty database: nothing to check against
         for label in dict.fromkeys(a.labels):
             if label not in schema.node_counts:
+                hint = "labels in this graph: " + ", ".join(schema.labels)
+                owner = schema.value_owner(label)
+                if owner is not None:  # (s:Sign) where 'sign' is an object class
+                    o_label, o_key, o_value = owner
+                    hint = (
+                        f"'{label}' is not a label but '{o_value}' is a value of {o_label}.{o_key}: match it as "
+                        f"(n:{o_label} {{{o_key}: '{o_value}'}}); " + hint
+                    )
                 raise QueryError(
                     "unknown_name",
                     f"unknown node label '{label}'",
                     cypher,
                     suggestions=schema.suggest(label, schema.labels),
-                    hint="labels in this graph: " + ", ".join(schema.labels),
+                    hint=hint,
                 )
         for rtype in dict.fromkeys(a.rel_types):
             if rtype not in schema.rel_counts:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scenerag.store.schema import GraphSchema, PropertyInfo, value_type
+from scenerag.store.schema import MAX_LISTED_VALUES, UNLISTED_KEYS, GraphSchema, PropertyInfo, value_type
 
 RunFn = Callable[[str], list[dict[str, Any]]]
 
@@ -48,4 +48,18 @@ def introspect(run: RunFn) -> GraphSchema:
         props[row["key"]] = PropertyInfo(row["key"], value_type(row["sample"]), int(row["c"]))
     for rtype in schema.rel_counts:
         schema.rel_properties.setdefault(rtype, {})
+    for label, props in schema.node_properties.items():
+        for key, info in props.items():
+            if info.type != "STRING" or key in UNLISTED_KEYS or not _plain(label) or not _plain(key):
+                continue
+            rows = run(
+                f"MATCH (n:`{label}`) WHERE n.`{key}` IS NOT NULL RETURN DISTINCT n.`{key}` AS v LIMIT {MAX_LISTED_VALUES + 1}"
+            )
+            values = [r["v"] for r in rows if isinstance(r["v"], str)]
+            if len(values) == len(rows) and 0 < len(values) <= MAX_LISTED_VALUES:
+                info.values = sorted(values)
     return schema
+
+
+def _plain(name: str) -> bool:
+    return "`" not in name

@@ -12,6 +12,10 @@ from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
 
 POINT_KEYS = (ont.CENTER_KEY, ont.BBOX_CENTER_KEY)
+# Identifiers and free text: never listed as values even when there are few.
+UNLISTED_KEYS = frozenset({ont.SYMBOL_KEY, ont.DESCRIPTION_KEY, "cell", "name"})
+# Internal helpers kept out of prompts (still queryable): the 10 m grid key behind indexed spatial filters.
+PROMPT_HIDDEN_KEYS = frozenset({"cell"})
 
 
 @dataclass
@@ -21,6 +25,8 @@ class PropertyInfo:
     name: str
     type: str
     count: int
+    #: the distinct values of a low-cardinality string property (e.g. ``class``), sorted; None if unknown/many
+    values: list[str] | None = None
 
 
 @dataclass
@@ -80,6 +86,20 @@ class GraphSchema:
         """Longest containment chain in edges (at least 1); bounds ``[:CONTAINS*]`` exactly."""
         return max((len(c) - 1 for c in self.containment_chains()), default=1) or 1
 
+    def value_owner(self, value: str) -> tuple[str, str, str] | None:
+        """``(label, property, exact value)`` of a listed property value matching ``value`` case-insensitively
+        (``'Sign'`` -> ``('Object', 'class', 'sign')``), preferring an exact match; None when none."""
+        folded = value.casefold()
+        best = None
+        for label, props in sorted(self.node_properties.items()):
+            for key, info in sorted(props.items()):
+                for v in info.values or ():
+                    if v == value:
+                        return (label, key, v)
+                    if best is None and v.casefold() in (folded, folded.rstrip("s")):
+                        best = (label, key, v)
+        return best
+
     def suggest(self, name: str, candidates: Iterable[str]) -> list[str]:
         cands = list(candidates)
         lower = {c.lower(): c for c in cands}
@@ -89,24 +109,24 @@ class GraphSchema:
 
     # -- rendering ------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        def prop(p: PropertyInfo) -> dict[str, Any]:
+            out: dict[str, Any] = {"type": p.type, "count": p.count}
+            if p.values is not None:
+                out["values"] = p.values
+            return out
+
         return {
             "labels": {
                 k: {
                     "count": v,
-                    "properties": {
-                        p.name: {"type": p.type, "count": p.count}
-                        for p in self.node_properties.get(k, {}).values()
-                    },
+                    "properties": {p.name: prop(p) for p in self.node_properties.get(k, {}).values()},
                 }
                 for k, v in sorted(self.node_counts.items())
             },
             "relationship_types": {
                 k: {
                     "count": v,
-                    "properties": {
-                        p.name: {"type": p.type, "count": p.count}
-                        for p in self.rel_properties.get(k, {}).values()
-                    },
+                    "properties": {p.name: prop(p) for p in self.rel_properties.get(k, {}).values()},
                 }
                 for k, v in sorted(self.rel_counts.items())
             },
@@ -123,7 +143,8 @@ class GraphSchema:
         for label, info in data.get("labels", {}).items():
             schema.node_counts[label] = int(info["count"])
             schema.node_properties[label] = {
-                k: PropertyInfo(k, v["type"], int(v["count"])) for k, v in info.get("properties", {}).items()
+                k: PropertyInfo(k, v["type"], int(v["count"]), v.get("values"))
+                for k, v in info.get("properties", {}).items()
             }
         for rtype, info in data.get("relationship_types", {}).items():
             schema.rel_counts[rtype] = int(info["count"])
@@ -139,7 +160,10 @@ class GraphSchema:
         lines = ["Node labels (count) and properties:"]
         for label in self.labels:
             props = self.node_properties.get(label, {})
-            desc = ", ".join(f"{p.name}: {p.type}" for p in sorted(props.values(), key=lambda p: p.name))
+            shown = [
+                p for p in sorted(props.values(), key=lambda p: p.name) if p.name not in PROMPT_HIDDEN_KEYS
+            ]
+            desc = ", ".join(_describe(p) for p in shown)
             lines.append(f"- {label} ({self.node_counts[label]}): {desc}")
         lines.append("Relationships (count):")
         for (src, rtype, dst), count in sorted(self.patterns.items()):
@@ -172,9 +196,20 @@ class GraphSchema:
             lines.append(
                 "center and bbox_center are 3D points (x, y, z in metres): use point.distance(a.center, "
                 "b.center) or point({x: 1.0, y: 2.0, z: 0.0}); access coordinates as n.center.x. "
-                "bbox_dim is [dx, dy, dz]. cell is a 10 m grid key used to speed up spatial filters."
+                "bbox_dim is [dx, dy, dz]."
             )
         return "\n".join(lines)
+
+
+def _describe(p: PropertyInfo) -> str:
+    text = f"{p.name}: {p.type}"
+    if p.values:
+        text += " (values: " + ", ".join(p.values) + ")"
+    return text
+
+
+MAX_LISTED_VALUES = 30
+"""String properties with at most this many distinct values have them listed in the schema."""
 
 
 def value_type(value: Any) -> str:
@@ -200,7 +235,7 @@ def schema_from_graph(graph: SceneGraph) -> GraphSchema:
     from scenerag.store.rows import node_properties  # local: rows imports schema constants
 
     schema = GraphSchema()
-    counts: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(lambda: [0, None]))
+    counts: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(lambda: [0, None, set()]))
     for node in graph.nodes():
         schema.node_counts[node.label] = schema.node_counts.get(node.label, 0) + 1
         table = counts[node.label]
@@ -209,8 +244,18 @@ def schema_from_graph(graph: SceneGraph) -> GraphSchema:
             entry[0] += 1
             if entry[1] is None:
                 entry[1] = value_type(value)
+            seen = entry[2]
+            if seen is not None and isinstance(value, str) and key not in UNLISTED_KEYS:
+                seen.add(value)
+                if len(seen) > MAX_LISTED_VALUES:
+                    entry[2] = None
+            elif seen is not None and not isinstance(value, str):
+                entry[2] = None
     for label, table in counts.items():
-        schema.node_properties[label] = {k: PropertyInfo(k, t or "ANY", c) for k, (c, t) in table.items()}
+        schema.node_properties[label] = {
+            k: PropertyInfo(k, t or "ANY", c, sorted(vals) if vals else None)
+            for k, (c, t, vals) in table.items()
+        }
     labels = {n.symbol: n.label for n in graph.nodes()}
     rel_counts: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(lambda: [0, None]))
     for edge in graph.edges():
