@@ -233,7 +233,7 @@ def test_hints_for_small_model_mistakes(store: CypherStore) -> None:
         ],
         supports_tools=False,
     )
-    CypherAgent(model, store).run("Which signs are there?")
+    CypherAgent(model, store, CypherAgentConfig(auto_repair=False)).run("Which signs are there?")
     first = model.calls[1].messages[-1].content
     assert "'sign' is a value of Object.class" in first and "(n:Object {class: 'sign'})" in first
     assert "You already ran this exact input" in model.calls[2].messages[-1].content
@@ -242,3 +242,38 @@ def test_hints_for_small_model_mistakes(store: CypherStore) -> None:
     system = model.calls[0].messages[0].content
     assert "class: STRING (values: appliance, bag," in system
     assert "(r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'appliance'})" in system
+
+
+def test_auto_repair_fixes_class_labels_and_value_case(store: CypherStore, hydra_graph: SceneGraph) -> None:
+    expected = lounge_signs(hydra_graph)
+    model = ScriptedChatModel(
+        [
+            act(
+                "tool",
+                "MATCH (r:Room {nodeSymbol: 'Lounge'})-[:CONTAINS*]->(s:Sign) RETURN DISTINCT s.nodeSymbol",
+            ),
+            act("answer", "<" + ", ".join(expected) + ">"),
+        ],
+        supports_tools=False,
+    )
+    result = CypherAgent(model, store).run("Which signs are in the lounge?")
+    record = result.tools[0]
+    assert record.ok and set(record.symbols) == expected
+    assert record.ran == (
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(s:Object {class: 'sign'}) RETURN DISTINCT s.nodeSymbol"
+    )
+    feedback = model.calls[1].messages[-1].content
+    assert feedback.startswith("Result:\nAuto-corrected (") and "Sign is not a label" in feedback
+
+
+def test_repair_leaves_valid_queries_alone(store: CypherStore) -> None:
+    from scenerag.agents.query_repair import repair_query
+
+    schema = store.schema()
+    for q in [
+        "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol",
+        "MATCH (o:Object {nodeSymbol: 'O3'}) RETURN o",
+        "MATCH (r:Room) WHERE r.class = 'hallway' RETURN count(r)",
+        "MATCH (p:MeshPlace)-[:MESH_PLACE_CONNECTED*1..2]-(q) RETURN count(q)",
+    ]:
+        assert repair_query(q, schema) == (q, [])

@@ -361,8 +361,13 @@ DEMO_QUERIES: list[tuple[str, str]] = [
 def demo(
     file: Annotated[Path, typer.Option("--file", help="Scene graph to load.")] = DEFAULT_DEMO_GRAPH,
     db: Annotated[str, typer.Option("--db", help="Database directory for the demo.")] = ".scenerag/demo-db",
+    llm: LlmOption = None,
+    use_llm: Annotated[
+        bool, typer.Option("--llm-questions/--no-llm", help="Also let the LLM agent answer.")
+    ] = True,
 ) -> None:
-    """Load the Hydra example into the embedded database and answer a few questions with Cypher."""
+    """Load the Hydra example into the embedded database, answer questions with Cypher, then let the LLM
+    agent (the offline local model by default) answer a question and ground an instruction by writing Cypher."""
     with _errors():
         graph = _read(file, "auto")
         console.print(f"[bold]Scene graph[/] {file.name}: {graph.summary()}")
@@ -387,8 +392,37 @@ def demo(
                 store.query("MATCH (o:Object) SET o.class = 'bag'")
             except SceneRagError as exc:
                 console.print(f"\n[bold]A write in read-only mode is refused:[/] {str(exc).splitlines()[0]}")
+            if use_llm:
+                _demo_agent(store, llm)
         finally:
             store.close()
+
+
+DEMO_AGENT_TASKS: list[tuple[str, str, str]] = [
+    ("qa", "How many rooms are there?", "5"),
+    ("pddl", "Pick up the bicycle.", "(holding O43)"),
+]
+
+
+def _demo_agent(store: Any, llm: str | None) -> None:
+    from scenerag.agents import CypherAgent, CypherAgentConfig
+    from scenerag.eval.questions import Question
+    from scenerag.llm import make_chat_model
+
+    model = make_chat_model(llm)
+    console.print(
+        f"\n[bold]LLM agent[/] ({model.name}) writes read-only Cypher to answer; this takes a while on a CPU."
+    )
+    agent = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=3))
+    for task, text, solution in DEMO_AGENT_TASKS:
+        console.print(f"\n[bold cyan]{'Q' if task == 'qa' else 'Instruction'}:[/] {text}")
+        result = agent.run(text, task=task)  # type: ignore[arg-type]
+        _print_run(result, False, "answer" if task == "qa" else "goal")
+        q = Question(
+            uid=task, question=text, solution=solution, comparator="SLDP" if task == "qa" else "PDDL"
+        )
+        verdict = "[green]correct[/]" if q.is_correct(result.answer) else f"[red]expected {solution}[/]"
+        console.print(f"  {verdict}")
 
 
 def main() -> None:

@@ -34,6 +34,8 @@ class CypherAgentConfig(AgentConfig):
     result_budget_tokens: int = 400
     query_timeout_s: float = 10.0
     max_rows: int = 200
+    #: rewrite classes-used-as-labels and wrong-case values before running (reported to the model)
+    auto_repair: bool = True
 
     @property
     def name(self) -> str:
@@ -64,6 +66,7 @@ class CypherAgent(ToolAgent):
             timeout_s=self.config.query_timeout_s,
             max_rows=self.config.max_rows,
             count_tokens=model.count_tokens,
+            auto_repair=self.config.auto_repair,
         )
         self.grounder = PddlGrounder(store, domain)
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from scenerag.agents.query_repair import repair_query
 from scenerag.agents.result import ToolRecord
 from scenerag.errors import SceneRagError
 from scenerag.llm.base import ToolSpec, estimate_tokens
@@ -99,7 +100,9 @@ class CypherTool:
         timeout_s: float = 10.0,
         max_rows: int = 200,
         count_tokens: Callable[[str], int] = estimate_tokens,
+        auto_repair: bool = True,
     ) -> None:
+        self.auto_repair = auto_repair
         self.store = store
         self.budget_tokens = budget_tokens
         self.timeout_s = timeout_s
@@ -127,16 +130,20 @@ class CypherTool:
         query = (query or "").strip().strip("`").strip()
         if query.lower().startswith("cypher\n"):
             query = query[7:].strip()
+        ran, notes = repair_query(query, self.store.schema()) if self.auto_repair else (query, [])
+        prefix = f"Auto-corrected ({'; '.join(notes)}); ran: {ran}\n" if notes else ""
         try:
-            result = self.store.query(query, read_only=True, timeout_s=self.timeout_s, max_rows=self.max_rows)
+            result = self.store.query(ran, read_only=True, timeout_s=self.timeout_s, max_rows=self.max_rows)
         except SceneRagError as exc:
-            text = f"ERROR: {exc}"
-            return text, ToolRecord(
+            text = f"{prefix}ERROR: {exc}"
+            record = ToolRecord(
                 "cypher_query", query, False, error=str(exc), result_tokens=self.count_tokens(text)
             )
-        text = summarize_rows(result, self.budget_tokens, self.count_tokens)
+            record.ran = ran if notes else None
+            return text, record
+        text = prefix + summarize_rows(result, self.budget_tokens, self.count_tokens)
         if not result.rows:
-            text += self._empty_hint(query)
+            text += self._empty_hint(ran)
         found: dict[str, None] = {}
         _symbols(result.rows, found)
         record = ToolRecord(
@@ -148,5 +155,6 @@ class CypherTool:
             elapsed_ms=result.elapsed_ms,
             result_tokens=self.count_tokens(text),
             symbols=list(found),
+            ran=ran if notes else None,
         )
         return text, record

@@ -24,6 +24,8 @@ class ToolRecord:
     result_tokens: int = 0
     #: node symbols found in the result (for highlighting answers in a viewer)
     symbols: list[str] = field(default_factory=list)
+    #: what actually ran when the input was auto-corrected (None when it ran as written)
+    ran: str | None = None
 
 
 @dataclass

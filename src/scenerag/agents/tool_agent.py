@@ -115,8 +115,8 @@ class ToolAgent(abc.ABC):
         return (
             f'Reply with one JSON object per turn: {{"thought": "...", "action": "tool", "input": "<{word}>"}} '
             f'to run the {self.tool_spec.name} tool (you will see its result), or {{"thought": "...", '
-            f'"action": "answer", "input": "<final answer>"}} when you know the answer. '
-            f"At most {self.config.max_tool_calls} tool calls."
+            f'"action": "answer", "input": "..."}} with the final answer itself (e.g. "<O3, O7>" or "12") when '
+            f"you know it. At most {self.config.max_tool_calls} tool calls."
         )
 
     @staticmethod
@@ -152,7 +152,10 @@ class ToolAgent(abc.ABC):
         answer = normalize_answer(raw, task)
         state.result.raw_answer = raw
         state.result.answer = answer
-        problems = ["the answer is empty"] if not answer.strip() else self.answer_problems(answer, task)
+        if not answer.strip() or answer.strip(" <>.\"'").lower() in ("final answer", "...", "answer"):
+            problems = ["the answer is empty or a placeholder: give the actual answer"]
+        else:
+            problems = self.answer_problems(answer, task)
         state.result.error = "; ".join(problems) if problems else None
         return problems
 

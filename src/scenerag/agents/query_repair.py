@@ -1,0 +1,87 @@
+"""Repair the commonest mistakes small models make in scene-graph Cypher, before the query runs.
+
+Rules (each only fires when the schema proves the original cannot match anything):
+
+1. A class used as a label: ``(s:Sign)`` where ``Sign`` is no label but ``sign`` is a listed value of
+   ``Object.class`` becomes ``(s:Object {class: 'sign'})``.
+2. A string literal that is not a stored value of any listed property but equals one up to case or a plural
+   ``s``: ``'Lounge'`` becomes ``'lounge'``.
+3. A class value given as a symbol: ``{nodeSymbol: 'lounge'}`` / ``r.nodeSymbol = 'lounge'`` where
+   ``lounge`` is a class value becomes ``{class: 'lounge'}`` / ``r.class = 'lounge'``.
+
+Every rewrite is reported back to the model, so it also learns the right form.
+"""
+
+from __future__ import annotations
+
+from scenerag.graph import ontology as ont
+from scenerag.store.cypher import Token, tokenize
+from scenerag.store.schema import GraphSchema
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
+    """``(repaired query, notes)``; the query is returned unchanged with no notes when nothing applies."""
+    if not schema.node_counts:
+        return query, []
+    toks = tokenize(query)
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    labels = set(schema.node_counts)
+
+    def is_op(i: int, text: str) -> bool:
+        return 0 <= i < len(toks) and toks[i].kind == "op" and toks[i].text == text
+
+    for i, tok in enumerate(toks):
+        # 1. label that is really a class value: '(' [var] ':' Label
+        in_node = is_op(i - 2, "(") or (i >= 2 and toks[i - 2].kind == "ident" and is_op(i - 3, "("))
+        owner = (
+            schema.value_owner(tok.text)
+            if tok.kind == "ident" and is_op(i - 1, ":") and in_node and tok.text not in labels
+            else None
+        )
+        if owner is not None:
+            label, key, value = owner
+            if is_op(i + 1, "{"):
+                sep = "" if is_op(i + 2, "}") else ", "
+                edits.append((tok.start, toks[i + 1].end, f"{label} {{{key}: {_quote(value)}{sep}"))
+            else:
+                edits.append((tok.start, tok.end, f"{label} {{{key}: {_quote(value)}}}"))
+            notes.append(
+                f"{tok.text} is not a label: rewrote (:{tok.text}) as (:{label} {{{key}: '{value}'}})"
+            )
+        # 2./3. string literals
+        if tok.kind == "string":
+            literal = tok.text[1:-1]
+            owner = schema.value_owner(literal)
+            if owner is None:
+                continue
+            _, key, value = owner
+            key_tok = _key_before(toks, i)
+            if key_tok is not None and key_tok.text == ont.SYMBOL_KEY and key == ont.CLASS_KEY:
+                edits.append((key_tok.start, key_tok.end, ont.CLASS_KEY))
+                notes.append(f"'{literal}' is a class, not a nodeSymbol: matched it on class")
+            if value != literal:
+                edits.append((tok.start, tok.end, _quote(value)))
+                notes.append(f"'{literal}' is not a stored value: used '{value}'")
+    if not edits:
+        return query, []
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        if start < last:  # overlapping edits: keep the first
+            continue
+        out.append(query[last:start])
+        out.append(text)
+        last = end
+    out.append(query[last:])
+    return "".join(out), list(dict.fromkeys(notes))
+
+
+def _key_before(toks: list[Token], i: int) -> Token | None:
+    """The property key a string literal is compared with: ``key: 'v'`` or ``x.key = 'v'``."""
+    if i >= 2 and toks[i - 1].kind == "op" and toks[i - 1].text in (":", "=") and toks[i - 2].kind == "ident":
+        return toks[i - 2]
+    return None
