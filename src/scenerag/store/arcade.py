@@ -23,7 +23,7 @@ from scenerag.graph.model import Node, SceneGraph
 from scenerag.store.base import CypherStore, ProgressFn, QueryError, db_error, normalize_value
 from scenerag.store.introspect import introspect
 from scenerag.store.rows import CELL_KEY, edge_groups, node_properties, nodes_by_label, nodes_json
-from scenerag.store.schema import GraphSchema, schema_from_graph
+from scenerag.store.schema import SCHEMA_VERSION, GraphSchema, schema_from_graph
 
 CURRENT = "CURRENT"
 _CHUNK = 100_000
@@ -287,6 +287,8 @@ class ArcadeStore(CypherStore):
                     rs = db.command("opencypher", cypher, *args)
                     rows, truncated = self._read_rows(rs, max_rows)
                 self._dirty = True
+                with contextlib.suppress(OSError):  # a cached schema is stale once the graph changed
+                    (self.root / (self._gen or "") / "schema.json").unlink()
             else:
                 rs = db.query("opencypher", cypher, *args)
                 rows, truncated = self._read_rows(rs, max_rows)
@@ -323,7 +325,10 @@ class ArcadeStore(CypherStore):
             return GraphSchema()
         cached = self.root / (self._gen or "") / "schema.json"
         if not self._dirty and cached.is_file():
-            return GraphSchema.from_dict(json.loads(cached.read_text()))
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                data = json.loads(cached.read_text())
+                if data.get("version") == SCHEMA_VERSION:
+                    return GraphSchema.from_dict(data)
         schema = introspect(
             lambda q: self._execute(q, {}, write=False, timeout_s=600.0, max_rows=1_000_000)[1]
         )

@@ -116,6 +116,7 @@ class GraphSchema:
             return out
 
         return {
+            "version": SCHEMA_VERSION,
             "labels": {
                 k: {
                     "count": v,
@@ -207,6 +208,9 @@ def _describe(p: PropertyInfo) -> str:
         text += " (values: " + ", ".join(p.values) + ")"
     return text
 
+
+SCHEMA_VERSION = 2
+"""Bumped when ``GraphSchema.to_dict`` changes; cached schemas of another version are recomputed."""
 
 MAX_LISTED_VALUES = 30
 """String properties with at most this many distinct values have them listed in the schema."""
