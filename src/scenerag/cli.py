@@ -331,6 +331,85 @@ def eval_(
         console.print(f"[dim]records and tables in {out}[/]")
 
 
+def _parse_start(start: str | None) -> Any:
+    if start is None:
+        return None
+    parts = start.split(",")
+    if len(parts) == 3:
+        try:
+            return tuple(float(p) for p in parts)
+        except ValueError:
+            pass
+    return start
+
+
+@app.command()
+def plan(
+    instruction: Annotated[str, typer.Argument(help="An instruction, or a PDDL goal with --goal.")],
+    db: DbOption,
+    llm: LlmOption = None,
+    goal: Annotated[
+        bool, typer.Option("--goal", help="The argument is a PDDL goal: skip LLM grounding.")
+    ] = False,
+    start: Annotated[
+        str | None,
+        typer.Option("--start", help="Start: a place/object/agent symbol or x,y,z (default: the Agent)."),
+    ] = None,
+    time_limit: Annotated[float, typer.Option("--time-limit", help="Planner time limit in seconds.")] = 30.0,
+    optimal: Annotated[
+        bool, typer.Option("--optimal", help="Optimal search (A* + LM-cut) instead of LAMA.")
+    ] = False,
+    no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Plan over the whole graph.")] = False,
+    pddl_dir: Annotated[
+        Path | None, typer.Option("--pddl-dir", help="Also write domain.pddl / problem.pddl.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Ground an instruction to a PDDL goal (LLM + Cypher), build the problem from the graph, solve it with
+    Fast Downward and print the validated plan. An unreachable goal is reported, never a hang."""
+    with _errors():
+        from scenerag.eval.pddl_goal import goal_symbols
+        from scenerag.planning import graph_from_store, plan_for_goal
+
+        store = _open(db, create=False)
+        try:
+            if goal:
+                goal_text = instruction
+            else:
+                from scenerag.agents import CypherAgent
+                from scenerag.llm import make_chat_model
+
+                result = CypherAgent(make_chat_model(llm), store).run(instruction, task="pddl")
+                if result.answer is None or result.error:
+                    _print_run(result, False, "goal")
+                    _fail("could not ground the instruction to a valid goal")
+                goal_text = result.answer or ""
+                console.print(f"[bold green]goal:[/] {goal_text}", highlight=False)
+            symbols = set(goal_symbols(goal_text))
+            start_spec = _parse_start(start)
+            if isinstance(start_spec, str):
+                symbols.add(start_spec)
+            graph = graph_from_store(store, symbols)
+        finally:
+            store.close()
+        outcome = plan_for_goal(
+            graph,
+            goal_text,
+            start=start_spec,
+            time_limit_s=time_limit,
+            reduce=not no_reduce,
+            search="optimal" if optimal else "satisficing",
+        )
+        if pddl_dir is not None and outcome.problem is not None:
+            outcome.problem.write_pddl(pddl_dir)
+        if as_json:
+            sys.stdout.write(json.dumps(outcome.to_dict(), indent=2) + "\n")
+        else:
+            console.print(outcome.render(), highlight=False)
+        if not outcome.solved:
+            raise typer.Exit(2)
+
+
 DEMO_QUERIES: list[tuple[str, str]] = [
     ("Which rooms are there?", "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room"),
     (

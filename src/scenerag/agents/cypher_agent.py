@@ -89,8 +89,8 @@ class CypherAgent(ToolAgent):
     def system_prompt(self, task: Task) -> str:
         return "\n\n".join(
             [
-                "You answer questions about a robot's 3D scene graph stored in a graph database by writing "
-                "Cypher queries. Think step by step, check results, and fix failed queries from the error.",
+                "You answer questions about a robot's 3D scene graph by querying its graph database with "
+                "Cypher. Check results; fix failed queries from the error.",
                 prompts.SCENE_GRAPH_PRIMER,
                 self._schema_part(),
                 prompts.CYPHER_RULES,

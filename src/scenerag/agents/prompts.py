@@ -10,16 +10,14 @@ from scenerag.graph import ontology as ont
 from scenerag.store.schema import GraphSchema
 
 SCENE_GRAPH_PRIMER = (
-    "A 3D scene graph is a layered graph of a robot's world: rooms/regions at the top, places below "
-    "them, objects below places (an object is NOT directly in a room: go through its places). "
-    "Node symbols look like R1 (room), P12 (place), O7 (object). Kinds of things (chair, kitchen) are values "
-    "of the class property, not labels."
+    "A 3D scene graph is a layered graph of a robot's world: rooms/regions on top, places below them, "
+    "objects below places. Symbols look like R1 (room), P12 (place), O7 (object). Kinds of things (chair, "
+    "kitchen) are values of the class property, not labels."
 )
 
 CYPHER_RULES = (
-    "Cypher rules: Neo4j dialect; read-only (MATCH/OPTIONAL MATCH/WITH/UNWIND/RETURN); use point.distance(a, b) "
-    "for distances (not distance()); no apoc; bound variable-length paths (*1..5); match *_CONNECTED edges "
-    "without an arrow; return only the columns you need and use LIMIT, count() or collect() for large results."
+    "Cypher: Neo4j dialect, read-only (MATCH, WHERE, WITH, UNWIND, RETURN), point.distance() for distances, "
+    "no apoc; return only the columns you need; count(), collect() or LIMIT for large results."
 )
 
 ANSWER_RULES_QA = (

@@ -60,7 +60,7 @@ def _start_jvm() -> None:
     if not os.environ.get("SCENERAG_DB_VERBOSE"):
         logging = jpype.JPackage("java").util.logging
         for name in ("", "com.arcadedb"):
-            logging.Logger.getLogger(name).setLevel(logging.Level.SEVERE)
+            logging.Logger.getLogger(name).setLevel(logging.Level.OFF)
     _jvm_ready = True
 
 

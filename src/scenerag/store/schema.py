@@ -188,16 +188,14 @@ class GraphSchema:
         connected = sorted({t for (_, t, _) in self.patterns if t.endswith("_CONNECTED")})
         if connected:
             lines.append(
-                "Edges named *_CONNECTED join neighbours within one layer and are undirected: match them "
-                "without an arrow, e.g. (a)-[:" + connected[0] + "]-(b), and always bound multi-hop paths "
-                "(*1..5)."
+                "*_CONNECTED edges join neighbours within a layer and are undirected: match them without an "
+                "arrow, (a)-[:" + connected[0] + "]-(b), and bound multi-hop paths (*1..5)."
             )
         has_points = any(k in props for props in self.node_properties.values() for k in POINT_KEYS)
         if has_points:
             lines.append(
-                "center and bbox_center are 3D points (x, y, z in metres): use point.distance(a.center, "
-                "b.center) or point({x: 1.0, y: 2.0, z: 0.0}); access coordinates as n.center.x. "
-                "bbox_dim is [dx, dy, dz]."
+                "center and bbox_center are 3D points in metres: point.distance(a.center, b.center), "
+                "point({x: 1.0, y: 2.0, z: 0.0}), n.center.x; bbox_dim is [dx, dy, dz]."
             )
         return "\n".join(lines)
 
