@@ -128,6 +128,9 @@ def load(
             elapsed = time.perf_counter() - start
         finally:
             store.close()
+        from scenerag.store.journal import UndoJournal
+
+        UndoJournal.for_target(db).clear()  # undo entries refer to the replaced graph
         console.print(f"loaded {graph.summary()} into {db} in {elapsed:.2f} s")
 
 
@@ -408,6 +411,70 @@ def plan(
             console.print(outcome.render(), highlight=False)
         if not outcome.solved:
             raise typer.Exit(2)
+
+
+@app.command()
+def update(
+    instruction: Annotated[str, typer.Argument(help='A correction, e.g. "the bicycle is actually a bag".')],
+    db: DbOption,
+    llm: LlmOption = None,
+    allow_write: Annotated[
+        bool, typer.Option("--allow-write", help="Apply the write (otherwise only show it).")
+    ] = False,
+    cypher_script: Annotated[
+        str | None, typer.Option("--cypher", help="Apply this Cypher write instead of asking the LLM.")
+    ] = None,
+) -> None:
+    """Update the scene graph from natural language: the LLM finds the nodes and writes Cypher; it runs only
+    with --allow-write, the diff is shown, and `scenerag undo` reverts it."""
+    with _errors():
+        from scenerag.agents.scene_update import SceneUpdateAgent, split_statements
+        from scenerag.store.journal import UndoJournal, diff, snapshot
+
+        store = _open(db, create=False)
+        try:
+            if cypher_script is not None:
+                script = cypher_script
+            else:
+                from scenerag.llm import make_chat_model
+
+                result = SceneUpdateAgent(make_chat_model(llm), store).run_update(instruction)
+                if result.answer is None or result.error:
+                    _print_run(result, False, "write")
+                    _fail("the model did not produce a valid write")
+                script = result.answer or ""
+            statements = split_statements(script)
+            console.print("[bold]write:[/]\n" + ";\n".join(statements), highlight=False)
+            if not allow_write:
+                console.print("[yellow]not applied[/]: re-run with --allow-write to change the graph")
+                return
+            before = snapshot(store)
+            for statement in statements:
+                store.query(statement, read_only=False)
+            changes = diff(before, snapshot(store))
+            if changes.empty:
+                console.print("the write changed nothing")
+                return
+            entry = UndoJournal.for_target(db).push(changes, instruction, statements)
+            for line in changes.lines():
+                console.print(line, highlight=False)
+            console.print(f"[dim]applied; undo with: scenerag undo --db {db}  (journal {entry.name})[/]")
+        finally:
+            store.close()
+
+
+@app.command()
+def undo(db: DbOption) -> None:
+    """Revert the latest `scenerag update` on this database."""
+    with _errors():
+        from scenerag.store.journal import UndoJournal
+
+        store = _open(db, create=False)
+        try:
+            entry = UndoJournal.for_target(db).pop(store)
+        finally:
+            store.close()
+        console.print(f"reverted: {entry['description']}", highlight=False)
 
 
 DEMO_QUERIES: list[tuple[str, str]] = [
