@@ -117,3 +117,16 @@ def test_failed_cli_load_keeps_previous_graph(db: Path, tmp_path: Path) -> None:
     assert run("load", str(bad), "--db", str(db)).returncode != 0
     proc = run("cypher", "MATCH (o:Object) RETURN count(o) AS n", "--db", str(db), "--json")
     assert json.loads(proc.stdout)["rows"] == [{"n": 65}]
+
+
+def test_export_index_and_search(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "exported.json"
+    proc = run("export", "--db", str(db), str(out))
+    assert proc.returncode == 0, proc.stderr
+    info = run("info", str(out))
+    assert "166 nodes, 402 edges" in info.stdout
+    missing = run("search", "bike", "--db", str(tmp_path / "nodb"))
+    assert missing.returncode != 0 and "scenerag index" in missing.stderr
+    assert run("index", "--db", str(db)).returncode == 0
+    found = run("search", "bike", "--db", str(db), "-k", "1", "--label", "Object")
+    assert found.returncode == 0 and "bicycle" in found.stdout

@@ -477,6 +477,93 @@ def undo(db: DbOption) -> None:
         console.print(f"reverted: {entry['description']}", highlight=False)
 
 
+@app.command()
+def export(
+    db: DbOption,
+    out: Annotated[Path, typer.Argument(help="Output file (scenerag JSON).")],
+) -> None:
+    """Write the graph held by the database (with any edits) as a scenerag JSON scene-graph file."""
+    with _errors():
+        from scenerag.graph.io import write_scene_graph
+        from scenerag.store.export import export_graph
+
+        store = _open(db, create=False)
+        try:
+            graph = export_graph(store)
+        finally:
+            store.close()
+        write_scene_graph(graph, out)
+        console.print(f"wrote {graph.summary()} to {out}")
+
+
+def _vectors_home(db: str) -> Path:
+    from scenerag.store import is_bolt_uri
+
+    if is_bolt_uri(db):
+        import hashlib
+        import os
+
+        digest = hashlib.sha256(db.split("@")[-1].encode()).hexdigest()[:16]
+        return (
+            Path(os.environ.get("SCENERAG_CACHE", Path.home() / ".cache" / "scenerag")) / "vectors" / digest
+        )
+    return Path(db)
+
+
+EmbedderOption = Annotated[
+    str, typer.Option("--embedder", help="minilm (offline default), st:/path/to/model, openai:MODEL.")
+]
+
+
+@app.command()
+def index(db: DbOption, embedder: EmbedderOption = "minilm") -> None:
+    """Build or update the entity vector index of the database's graph (only changed nodes are embedded)."""
+    with _errors():
+        from scenerag.retrieval import EntityStore, make_embedder
+        from scenerag.store.export import export_graph
+
+        store = _open(db, create=False)
+        try:
+            graph = export_graph(store)
+        finally:
+            store.close()
+        entities = EntityStore.open(_vectors_home(db), make_embedder(embedder))
+        with _progress() as update:
+            report = entities.sync(graph, progress=update)
+        path = entities.save()
+        console.print(f"{report} -> {path}", highlight=False)
+
+
+@app.command()
+def search(
+    text: Annotated[str, typer.Argument(help="What to look for, in words (open vocabulary).")],
+    db: DbOption,
+    k: Annotated[int, typer.Option("-k", help="How many entities.")] = 10,
+    label: Annotated[list[str] | None, typer.Option("--label", help="Only nodes with this label.")] = None,
+    embedder: EmbedderOption = "minilm",
+) -> None:
+    """Semantic entity search over the index built by `scenerag index`."""
+    with _errors():
+        from scenerag.retrieval import EntityStore, make_embedder
+
+        entities = EntityStore.open(_vectors_home(db), make_embedder(embedder))
+        if len(entities) == 0:
+            _fail(f"no entity index for {db}: build it with `scenerag index --db {db}`")
+        table = Table()
+        for col in ("symbol", "score", "matched", "label", "class"):
+            table.add_column(col)
+        for hit in entities.search(text, k, labels=label or None):
+            meta = hit.metadata or {}
+            table.add_row(
+                hit.symbol,
+                f"{hit.score:.3f}",
+                hit.matched_text,
+                str(meta.get("label")),
+                str(meta.get("class")),
+            )
+        console.print(table)
+
+
 DEMO_QUERIES: list[tuple[str, str]] = [
     ("Which rooms are there?", "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room"),
     (
