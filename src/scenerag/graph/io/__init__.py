@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Literal
 
 from scenerag.errors import SceneGraphFormatError
-from scenerag.graph.io.native import graph_from_dict, graph_to_dict, is_native, save_native
 from scenerag.graph.model import SceneGraph
 
 Format = Literal["auto", "native", "hydra"]
@@ -37,6 +36,8 @@ def detect_format(path: str | Path) -> str:
     if b'"scenerag.scene_graph"' in head:
         return "native"
     # Fall back to parsing the whole document.
+    from scenerag.graph.io.native import is_native
+
     document = _read_json(path)
     if is_native(document):
         return "native"
@@ -79,6 +80,8 @@ def read_scene_graph(path: str | Path, format: Format = "auto") -> SceneGraph:
         if path.suffix.lower() == ".json":
             _read_json(path)  # clear JSON errors before handing the file to spark_dsg
         return load_hydra(path)
+    from scenerag.graph.io.native import graph_from_dict
+
     document = _read_json(path)
     if not isinstance(document, dict):
         raise SceneGraphFormatError(str(path), "expected a JSON object at the top level")
@@ -87,7 +90,18 @@ def read_scene_graph(path: str | Path, format: Format = "auto") -> SceneGraph:
 
 def write_scene_graph(graph: SceneGraph, path: str | Path) -> None:
     """Write ``graph`` in scenerag's native JSON format."""
+    from scenerag.graph.io.native import save_native
+
     save_native(graph, path)
+
+
+def __getattr__(name: str) -> object:
+    # pydantic (behind the native format) loads on first use, keeping `import scenerag` fast.
+    if name in ("graph_from_dict", "graph_to_dict"):
+        from scenerag.graph.io import native
+
+        return getattr(native, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["detect_format", "graph_from_dict", "graph_to_dict", "read_scene_graph", "write_scene_graph"]
