@@ -29,10 +29,23 @@ SatBackend: TypeAlias = Literal["auto", "pysat", "sympy"]
 
 _PREDICATE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
 _TOKEN = re.compile(r"[^\s();]+")
-_UNSUPPORTED = frozenset({
-    "exists", "forall", "when", "preference", "always", "sometime", "within", "at-most-once",
-    "sometime-after", "sometime-before", "always-within", "hold-during", "hold-after",
-})
+_UNSUPPORTED = frozenset(
+    {
+        "exists",
+        "forall",
+        "when",
+        "preference",
+        "always",
+        "sometime",
+        "within",
+        "at-most-once",
+        "sometime-after",
+        "sometime-before",
+        "always-within",
+        "hold-during",
+        "hold-after",
+    }
+)
 _CONNECTIVES = ("and", "or", "not", "imply")
 
 
@@ -67,8 +80,10 @@ class Atom:
             raise SceneRagError(f"invalid goal predicate {self.predicate!r}", hint="e.g. visited-place")
         bad = [a for a in self.args if not isinstance(a, str) or not _TOKEN.fullmatch(a)]
         if bad:
-            raise SceneRagError(f"invalid symbols {bad!r} in ({self.predicate} ...)",
-                                hint="symbols contain no spaces, parentheses or ';'")
+            raise SceneRagError(
+                f"invalid symbols {bad!r} in ({self.predicate} ...)",
+                hint="symbols contain no spaces, parentheses or ';'",
+            )
 
     @property
     def is_variable(self) -> bool:
@@ -310,7 +325,8 @@ def _read_sexpr(text: str) -> _Token | _SList:
     if stack:
         raise GoalParseError(
             f"unbalanced parentheses: {len(stack)} '(' never closed (the last one opened here)",
-            text, stack[-1].start,
+            text,
+            stack[-1].start,
         )
     if not top:
         raise GoalParseError("empty goal: expected an expression such as (visited-place P1)", text, 0)
@@ -527,17 +543,27 @@ def check_goal(
     for atom in iter_atoms(parsed):
         text = _format_atom(atom)
         if atom.is_variable and not atom.args:
-            report("variable", f"{text} is a variable, not a goal: use a predicate such as "
-                   f"{domain.signature(next(iter(domain.predicates)))}", atom.position)
+            report(
+                "variable",
+                f"{text} is a variable, not a goal: use a predicate such as "
+                f"{domain.signature(next(iter(domain.predicates)))}",
+                atom.position,
+            )
             continue
         arity = domain.arity(atom.predicate)
         if arity is None:
-            report("unknown_predicate", f"in {text}: {_unknown_predicate_message(atom.predicate, domain)}",
-                   atom.position)
+            report(
+                "unknown_predicate",
+                f"in {text}: {_unknown_predicate_message(atom.predicate, domain)}",
+                atom.position,
+            )
             continue
         if arity != len(atom.args):
-            report("wrong_arity", f"in {text}: {_arity_message(atom.predicate, len(atom.args), domain)}",
-                   atom.position)
+            report(
+                "wrong_arity",
+                f"in {text}: {_arity_message(atom.predicate, len(atom.args), domain)}",
+                atom.position,
+            )
             continue
         for symbol, kind in zip(atom.args, domain.parameter_kinds(atom.predicate), strict=True):
             problem = _symbol_problem(atom, text, symbol, kind, domain, known_symbols, by_folded)
@@ -559,16 +585,17 @@ def _symbol_problem(
         return ("variable", f"in {text}: {symbol} is a variable; name a concrete {kind.name} symbol instead")
     if known_symbols is None:
         if not kind.looks_like(symbol):
-            return ("wrong_symbol_kind",
-                    f"in {text}: {symbol!r} does not look like {kind.describe()}")
+            return ("wrong_symbol_kind", f"in {text}: {symbol!r} does not look like {kind.describe()}")
         return None
     label = known_symbols.get(symbol)
     if label is None:
         spelled = by_folded.get(symbol.casefold())
         if spelled is not None:
             return ("unknown_symbol", f"in {text}: no node {symbol!r}; the scene graph spells it {spelled!r}")
-        return ("unknown_symbol", f"in {text}: no node {symbol!r} in the scene graph (expected "
-                f"{kind.describe()})")
+        return (
+            "unknown_symbol",
+            f"in {text}: no node {symbol!r} in the scene graph (expected {kind.describe()})",
+        )
     if kind.accepts_label(label):
         return None
     actual = domain.kind_of_label(label)
@@ -577,8 +604,10 @@ def _symbol_problem(
         renamed = atom.predicate.replace(kind.name, actual.name)
         if renamed != atom.predicate and domain.arity(renamed) == len(atom.args):
             suggestion = f"; did you mean ({renamed} {' '.join(atom.args)})?"
-    return ("wrong_symbol_kind",
-            f"in {text}: {symbol} is a {label}, but {atom.predicate} needs {kind.describe()}{suggestion}")
+    return (
+        "wrong_symbol_kind",
+        f"in {text}: {symbol} is a {label}, but {atom.predicate} needs {kind.describe()}{suggestion}",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -780,8 +809,10 @@ def goal_counterexample(
     if model is None:
         return None
     true_vars = {lit for lit in model if lit > 0}
-    found = {atom_key(atom, case_sensitive_symbols=case_sensitive_symbols): var in true_vars
-             for var, atom in encoder.atoms_by_var.items()}
+    found = {
+        atom_key(atom, case_sensitive_symbols=case_sensitive_symbols): var in true_vars
+        for var, atom in encoder.atoms_by_var.items()
+    }
     return {_format_atom(atom): found.get(key, False) for key, atom in atoms.items()}
 
 
@@ -799,8 +830,9 @@ def goals_equivalent(
     and ``(p b a)`` are different atoms. With python-sat it scales to hundreds of atoms (see
     benchmarks/goal_equivalence_bench.py); the sympy fallback can take seconds or more past ~50 atoms.
     """
-    found = goal_counterexample(a, b, case_sensitive_symbols=case_sensitive_symbols, backend=backend,
-                                presolve=presolve)
+    found = goal_counterexample(
+        a, b, case_sensitive_symbols=case_sensitive_symbols, backend=backend, presolve=presolve
+    )
     return found is None
 
 
@@ -922,7 +954,8 @@ def _simplify(goal: Goal, key: _StructureKeys) -> Goal:
         for op in operands
     ]
     kept = [
-        op for i, op in enumerate(operands)
+        op
+        for i, op in enumerate(operands)
         if not any(j != i and part_sets[j] < part_sets[i] for j in range(len(operands)))
     ]
     if not kept:

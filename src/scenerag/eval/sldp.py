@@ -136,8 +136,12 @@ SLDP_TYPES = (SldpNumber, SldpString, SldpPoint, SldpList, SldpSet, SldpDict)
 def sldp_type(value: SldpValue) -> str:
     """Type name of a parsed value: number, string, point, list, set or dict."""
     names = {
-        SldpNumber: "number", SldpString: "string", SldpPoint: "point",
-        SldpList: "list", SldpSet: "set", SldpDict: "dict",
+        SldpNumber: "number",
+        SldpString: "string",
+        SldpPoint: "point",
+        SldpList: "list",
+        SldpSet: "set",
+        SldpDict: "dict",
     }
     return names[type(value)]
 
@@ -330,7 +334,7 @@ class _Parser:
             tok_start = self.pos
             while self.pos < len(text) and not text[self.pos].isspace() and text[self.pos] not in ",)":
                 self.pos += 1
-            token = text[tok_start:self.pos]
+            token = text[tok_start : self.pos]
             number = _number_from_text(token)
             if number is None:
                 raise self.error(f"POINT coordinates must be finite numbers, found {token!r}", tok_start)
@@ -369,7 +373,7 @@ def parse_sldp(text: str) -> SldpValue:
     value = parser.value()
     parser.skip_ws()
     if parser.pos < len(text):
-        raise parser.error(f"unexpected text after the value: {text[parser.pos:parser.pos + 20]!r}")
+        raise parser.error(f"unexpected text after the value: {text[parser.pos : parser.pos + 20]!r}")
     return value
 
 
@@ -497,11 +501,13 @@ def _equal(a: SldpValue, b: SldpValue, tol: float) -> bool:
         return False
     if isinstance(a, SldpPoint):
         return len(a.coords) == len(b.coords) and all(  # type: ignore[union-attr]
-            numbers_close(x, y, tol) for x, y in zip(a.coords, b.coords, strict=True)  # type: ignore[union-attr]
+            numbers_close(x, y, tol)
+            for x, y in zip(a.coords, b.coords, strict=True)  # type: ignore[union-attr]
         )
     if isinstance(a, SldpList):
         return len(a.items) == len(b.items) and all(  # type: ignore[union-attr]
-            _equal(x, y, tol) for x, y in zip(a.items, b.items, strict=True)  # type: ignore[union-attr]
+            _equal(x, y, tol)
+            for x, y in zip(a.items, b.items, strict=True)  # type: ignore[union-attr]
         )
     if isinstance(a, SldpSet):
         return _sets_equal(a, b, tol)  # type: ignore[arg-type]
@@ -688,13 +694,13 @@ def _answer_region(text: str) -> str:
         return tags[-1]
     opened = text.lower().rfind("<answer>")
     if opened >= 0:  # an answer tag the reply never closed (e.g. cut off by the token limit)
-        return text[opened + len("<answer>"):]
+        return text[opened + len("<answer>") :]
     fences = _FENCE.findall(text)
     if fences:
         return fences[-1]
     markers = list(_ANSWER_MARKER.finditer(text))
     if markers:
-        return text[markers[-1].end():]
+        return text[markers[-1].end() :]
     return text
 
 

@@ -92,7 +92,9 @@ def label_text(class_name: str) -> str:
 
 
 def _is_long_text(value: object, min_chars: int) -> bool:
-    return isinstance(value, str) and len(value.strip()) >= min_chars and any(c.isspace() for c in value.strip())
+    return (
+        isinstance(value, str) and len(value.strip()) >= min_chars and any(c.isspace() for c in value.strip())
+    )
 
 
 def _digest(payload: object) -> str:

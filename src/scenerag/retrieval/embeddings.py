@@ -43,7 +43,11 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(
-        self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE, progress: ProgressFn | None = None
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        progress: ProgressFn | None = None,
     ) -> np.ndarray: ...
 
 
@@ -115,7 +119,11 @@ class CachingEmbedder(abc.ABC):
         """Embed one batch with the model; rows need not be normalised."""
 
     def embed(
-        self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE, progress: ProgressFn | None = None
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """Embed ``texts``; cached texts are not sent to the model again. Returns ``(n, dim)`` float32."""
         items = check_texts(texts)

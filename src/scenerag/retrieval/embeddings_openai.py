@@ -47,12 +47,16 @@ class OpenAIEmbedder(CachingEmbedder):
         try:
             import openai
         except ImportError as exc:
-            raise EmbeddingError("the openai package is not installed", hint="pip install 'scenerag[openai]'") from exc
+            raise EmbeddingError(
+                "the openai package is not installed", hint="pip install 'scenerag[openai]'"
+            ) from exc
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
         self._openai = openai
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout_s, max_retries=max_retries)
+        self._client = openai.OpenAI(
+            base_url=self.base_url, api_key=key, timeout=timeout_s, max_retries=max_retries
+        )
         self._dimensions = dimensions
         self._dim = dim if dim is not None else dimensions
         self._dim_lock = threading.Lock()
@@ -97,7 +101,9 @@ class OpenAIEmbedder(CachingEmbedder):
         try:
             vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise EmbeddingError(f"embedding endpoint {self.base_url} returned malformed vectors: {exc}") from exc
+            raise EmbeddingError(
+                f"embedding endpoint {self.base_url} returned malformed vectors: {exc}"
+            ) from exc
         if vectors.ndim != 2:
             raise EmbeddingError(f"embedding endpoint {self.base_url} returned vectors of unequal length")
         return vectors

@@ -267,7 +267,10 @@ class EntityStore:
                 current_ids = {d.doc_id for d in nd.documents}
                 stale.extend(doc_id for doc_id in state.texts if doc_id not in current_ids)
             self._nodes[symbol] = _IndexedNode(
-                nd.text_hash, nd.meta_hash, {d.doc_id: (d.field, d.text) for d in nd.documents}, dict(nd.ancestors)
+                nd.text_hash,
+                nd.meta_hash,
+                {d.doc_id: (d.field, d.text) for d in nd.documents},
+                dict(nd.ancestors),
             )
             self._docs_per_node = max(self._docs_per_node, len(nd.documents))
             # "metadata": changed without embedding (metadata, or a sub-document removed)
@@ -320,7 +323,9 @@ class EntityStore:
                 seen.add(symbol)
                 state = self._nodes[symbol]
                 hits.append(
-                    EntityHit(symbol, hit.score, state.texts[hit.id][1], field is not None, field, hit.metadata)
+                    EntityHit(
+                        symbol, hit.score, state.texts[hit.id][1], field is not None, field, hit.metadata
+                    )
                 )
                 if len(hits) == k:
                     break
@@ -331,12 +336,19 @@ class EntityStore:
         """Write index and sync state to ``directory`` (default: the path this store was opened with)."""
         target = Path(directory) if directory is not None else self.path
         if target is None:
-            raise VectorIndexError("EntityStore.save() needs a directory", hint="pass one or use EntityStore.open")
+            raise VectorIndexError(
+                "EntityStore.save() needs a directory", hint="pass one or use EntityStore.open"
+            )
         with self._writer:  # no write can change the state while it is written
             self.index.extra[_STATE_KEY] = {
                 "version": _STATE_VERSION,
                 "nodes": {
-                    symbol: [s.text_hash, s.meta_hash, [[d, f, t] for d, (f, t) in s.texts.items()], s.ancestors]
+                    symbol: [
+                        s.text_hash,
+                        s.meta_hash,
+                        [[d, f, t] for d, (f, t) in s.texts.items()],
+                        s.ancestors,
+                    ]
                     for symbol, s in self._nodes.items()
                 },
             }
@@ -346,7 +358,9 @@ class EntityStore:
                 self.index.extra.pop(_STATE_KEY, None)
 
     @classmethod
-    def load(cls, directory: str | Path, embedder: Embedder, *, config: DocumentConfig | None = None) -> EntityStore:
+    def load(
+        cls, directory: str | Path, embedder: Embedder, *, config: DocumentConfig | None = None
+    ) -> EntityStore:
         """Read a store written by :meth:`save`; raises ``IndexMismatchError`` for another embedder."""
         index = VectorIndex.load(directory, embedder=embedder)
         state = index.extra.pop(_STATE_KEY, None)
@@ -364,7 +378,9 @@ class EntityStore:
         return store
 
     @classmethod
-    def open(cls, db_dir: str | Path, embedder: Embedder, *, config: DocumentConfig | None = None) -> EntityStore:
+    def open(
+        cls, db_dir: str | Path, embedder: Embedder, *, config: DocumentConfig | None = None
+    ) -> EntityStore:
         """The store saved in ``<db_dir>/vectors/``, or an empty one that will save there."""
         path = vectors_dir(db_dir)
         if (path / META_FILE).exists():
@@ -379,6 +395,3 @@ def _with_labels(filter: FilterSpec | None, labels: Sequence[str] | None) -> Fil
         labels = [labels]
     label_filter = {"label": {"$in": list(labels)}}
     return label_filter if filter is None else {"$and": [dict(filter), label_filter]}
-
-
-

@@ -375,7 +375,11 @@ class ReadWriteLock:
 
 
 _COLUMN_OPS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
-    "$eq": np.equal, "$gt": np.greater, "$gte": np.greater_equal, "$lt": np.less, "$lte": np.less_equal,
+    "$eq": np.equal,
+    "$gt": np.greater,
+    "$gte": np.greater_equal,
+    "$lt": np.less,
+    "$lte": np.less_equal,
 }
 
 
@@ -394,7 +398,9 @@ def _faiss() -> Any:
     try:
         import faiss
     except ImportError as exc:
-        raise VectorIndexError("faiss-cpu is not installed", hint="pip install 'scenerag[retrieval]'") from exc
+        raise VectorIndexError(
+            "faiss-cpu is not installed", hint="pip install 'scenerag[retrieval]'"
+        ) from exc
     return faiss
 
 
@@ -537,8 +543,16 @@ class VectorIndex:
         with self._lock.write():
             self._flat.reset()
             for container in (
-                self._slot_digest, self._slot_of_digest, self._members, self._digest_of_id, self._meta,
-                self._postings, self._row_of_id, self._id_of_row, self._columns, self._list_valued,
+                self._slot_digest,
+                self._slot_of_digest,
+                self._members,
+                self._digest_of_id,
+                self._meta,
+                self._postings,
+                self._row_of_id,
+                self._id_of_row,
+                self._columns,
+                self._list_valued,
             ):
                 container.clear()
 
@@ -551,7 +565,9 @@ class VectorIndex:
         replace: bool,
     ) -> None:
         if isinstance(ids, str):
-            raise VectorIndexError("ids must be a sequence of strings, got a single string", hint="wrap it: [id]")
+            raise VectorIndexError(
+                "ids must be a sequence of strings, got a single string", hint="wrap it: [id]"
+            )
         id_list = list(ids)
         rows = self._as_rows(vectors, len(id_list), "vectors")
         for id in id_list:
@@ -803,7 +819,9 @@ class VectorIndex:
         matching = self._resolve(terms, compiled) if terms is not None else self._scan(compiled)
         return self._search_within(row, k, matching, min_score)
 
-    def _search_within(self, row: np.ndarray, k: int, matching: set[str], min_score: float | None) -> list[Hit]:
+    def _search_within(
+        self, row: np.ndarray, k: int, matching: set[str], min_score: float | None
+    ) -> list[Hit]:
         """Top ``k`` of exactly the ids in ``matching``: faiss search restricted to their rows."""
         if not matching:
             return []
@@ -971,7 +989,9 @@ class VectorIndex:
             vectors_path = source / str(document["vectors_file"])
             metadata = dict(document["metadata"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise VectorIndexError(f"{meta_path}: malformed index metadata ({exc!r})", hint="rebuild the index") from exc
+            raise VectorIndexError(
+                f"{meta_path}: malformed index metadata ({exc!r})", hint="rebuild the index"
+            ) from exc
         if embedder is not None and (embedder.dim != dim or (name is not None and embedder.name != name)):
             raise IndexMismatchError(
                 f"{source}: index was built with embedder {name!r} (dim {dim}), "

@@ -195,7 +195,9 @@ class HouseholdEnv:
         from scenerag.sim.household.actions import execute
 
         result = execute(self, action_name, arguments)
-        self.history.append((str(result.observation["action"]), dict(result.observation["arguments"]), result.success))
+        self.history.append(
+            (str(result.observation["action"]), dict(result.observation["arguments"]), result.success)
+        )
         return result
 
     def act(self, action_name: str, **arguments: Any) -> ActionResult:
