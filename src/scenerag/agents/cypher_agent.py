@@ -121,4 +121,12 @@ class CypherAgent(ToolAgent):
         return self.tool.run(text)
 
     def answer_problems(self, answer: str, task: Task) -> list[str]:
+        head = answer.lstrip("`<[( ").split(" ", 1)[0].upper()
+        if head in _QUERY_WORDS:
+            return [
+                "that is a Cypher query, not the answer: run it with the tool, then answer with its result"
+            ]
         return default_answer_problems(answer, task, self.grounder)
+
+
+_QUERY_WORDS = frozenset({"MATCH", "OPTIONAL", "CALL", "WITH", "UNWIND", "RETURN", "CYPHER"})
