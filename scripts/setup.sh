@@ -15,8 +15,9 @@ WHEELS="${SCENERAG_WHEEL_CACHE:-$HOME/.cache/scenerag/wheels}"
 STAMP="$ROOT/.venv/.scenerag-setup"
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 
-# 1. System libraries (open3d needs libusb-1.0 and GL/gomp at import time).
-APT_PKGS=(libusb-1.0-0 libgl1 libgomp1 libegl1)
+# 1. System libraries: open3d needs libusb-1.0 and GL/gomp at import time.
+# chromium: headless browser for the viewer tests (driven over the DevTools protocol).
+APT_PKGS=(libusb-1.0-0 libgl1 libgomp1 libegl1 chromium)
 missing=()
 for pkg in "${APT_PKGS[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

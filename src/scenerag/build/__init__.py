@@ -1,4 +1,8 @@
-"""KeySG construction from posed RGB-D. Exports are lazy so ``import scenerag.build`` stays cheap."""
+"""KeySG construction from posed RGB-D. Exports are lazy so ``import scenerag.build`` stays cheap.
+
+``run_build(sequence, out_dir, BuildConfig(), progress=...)`` builds the hierarchical keyframe-based scene
+graph; ``evaluate_build(report.artifacts)`` measures it against a synthetic sequence's ground truth.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,21 @@ _EXPORTS: dict[str, str] = {
     "RGBDFrame": "scenerag.build.datasets",
     "RGBDSequence": "scenerag.build.datasets",
     "open_sequence": "scenerag.build.datasets",
+    "BuildArtifacts": "scenerag.build.pipeline",
+    "BuildConfig": "scenerag.build.config",
+    "BuildError": "scenerag.build.errors",
+    "BuildReport": "scenerag.build.pipeline",
+    "EvaluationReport": "scenerag.build.evaluate",
+    "KeyframeSelection": "scenerag.build.keyframes",
+    "Mask2D": "scenerag.build.segmentation",
+    "MissingComponentError": "scenerag.build.errors",
+    "OracleSegmenter": "scenerag.build.segmentation",
+    "Segmenter": "scenerag.build.segmentation",
+    "StageReport": "scenerag.build.pipeline",
+    "evaluate_build": "scenerag.build.evaluate",
+    "load_build": "scenerag.build.pipeline",
+    "run_build": "scenerag.build.pipeline",
+    "select_hdbscan": "scenerag.build.keyframes",
 }
 
 
