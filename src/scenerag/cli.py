@@ -564,6 +564,149 @@ def search(
         console.print(table)
 
 
+@app.command()
+def render(
+    out: Annotated[Path, typer.Argument(help="Output folder for the posed RGB-D sequence.")],
+    layout: Annotated[str, typer.Option("--layout", help="replica, scannet, hm3d or generic.")] = "replica",
+    floors: Annotated[int, typer.Option("--floors", help="Number of floors.")] = 2,
+    rooms_per_floor: Annotated[
+        int, typer.Option("--rooms-per-floor", help="Rooms beside each corridor.")
+    ] = 6,
+    frames: Annotated[int, typer.Option("--frames", help="Frames along the robot's trajectory.")] = 1500,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same building).")] = 0,
+) -> None:
+    """Generate a synthetic multi-floor building and render a posed RGB-D sequence through every room, with
+    ground truth (instance/class images, the scene graph) — input for `scenerag build`."""
+    with _errors():
+        from scenerag.sim.building import BuildingConfig, generate_building
+        from scenerag.sim.render import rich_progress, write_sequence
+
+        building = generate_building(
+            BuildingConfig(n_floors=floors, rooms_per_floor=rooms_per_floor, seed=seed)
+        )
+        with rich_progress() as update:
+            write_sequence(building, out, layout=layout, n_frames=frames, progress=update)
+        gt = building.to_scene_graph()
+        console.print(f"wrote {frames} frames ({layout} layout) of a building with {gt.summary()} to {out}")
+
+
+@app.command()
+def build(
+    sequence: Annotated[
+        Path, typer.Argument(help="Posed RGB-D folder (Replica, ScanNet, HM3D or generic layout).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (stage caches, graph, report).")],
+    config: Annotated[Path | None, typer.Option("--config", help="Build config (JSON or YAML).")] = None,
+    no_llm: Annotated[
+        bool, typer.Option("--no-llm", help="Template room/floor summaries (fast, no LLM).")
+    ] = False,
+    llm: LlmOption = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Also load the built graph into this database.")
+    ] = None,
+    layout: Annotated[
+        str, typer.Option("--layout", help="Sequence layout (auto-detected by default).")
+    ] = "auto",
+    force: Annotated[bool, typer.Option("--force", help="Ignore cached stages.")] = False,
+    evaluate: Annotated[
+        bool, typer.Option("--evaluate", help="Compare with the sequence's ground truth.")
+    ] = False,
+) -> None:
+    """Build a hierarchical KeySG scene graph (building → floors → rooms → objects → functional elements,
+    keyframes) from posed RGB-D. Stages are cached in --out and resumed."""
+    with _errors():
+        from scenerag.build import BuildConfig, evaluate_build, run_build
+        from scenerag.sim.render import rich_progress
+
+        cfg = BuildConfig.from_file(config) if config is not None else BuildConfig()
+        overrides: dict[str, Any] = {}
+        if no_llm:
+            overrides.setdefault("description", {})["summarizer"] = "template"
+        if llm is not None:
+            overrides.setdefault("description", {})["llm"] = llm
+        if db is not None:
+            overrides["store"] = db
+        if overrides:
+            cfg = cfg.with_overrides(overrides)
+        with rich_progress("building") as update:
+            report = run_build(sequence, out, cfg, progress=update, layout=layout, force=force)
+        console.print(report.to_text(), highlight=False)
+        if evaluate:
+            console.print(evaluate_build(report.artifacts, config=cfg).to_text(), highlight=False)
+
+
+@app.command()
+def serve(
+    db: DbOption,
+    host: Annotated[
+        str, typer.Option("--host", help="Bind address; off loopback a --token is required.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8765,
+    token: Annotated[
+        str | None, typer.Option("--token", help="Bearer token clients must send (env SCENERAG_TOKEN).")
+    ] = None,
+    llm: LlmOption = None,
+    allow_write: Annotated[
+        bool, typer.Option("--allow-write", help="Let /cypher requests that ask for it write.")
+    ] = False,
+    embedder: Annotated[
+        str | None,
+        typer.Option("--embedder", help="Semantic retrieve_subgraph with this embedder (e.g. minilm)."),
+    ] = None,
+    stdio: Annotated[
+        bool, typer.Option("--stdio", help="Serve MCP over stdin/stdout instead of HTTP.")
+    ] = False,
+) -> None:
+    """HTTP API + MCP server exposing cypher_query (read-only), schema, ask, ground, plan, retrieve_subgraph."""
+    with _errors():
+        from scenerag.serve import serve as serve_http
+        from scenerag.serve import serve_mcp_stdio
+
+        if stdio:
+            serve_mcp_stdio(db, llm=llm, embedder=embedder)
+        else:
+            serve_http(db, host, port, token, llm=llm, allow_write=allow_write, embedder=embedder)
+
+
+@app.command()
+def view(
+    db: DbOption,
+    host: Annotated[
+        str, typer.Option("--host", help="Bind address (loopback only: viser has no auth).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    llm: LlmOption = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Write a static PNG instead of serving.")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML page instead.")
+    ] = None,
+    highlight: Annotated[list[str] | None, typer.Option("--highlight", help="Symbols to highlight.")] = None,
+) -> None:
+    """3D web viewer: the hierarchy as layered nodes and edges, ask questions and see the answer's nodes
+    highlighted with the Cypher that found them. --png / --html export a static view for reports."""
+    with _errors():
+        if png is not None or html is not None:
+            from scenerag.store.export import export_graph
+            from scenerag.viz import export_html, export_png
+
+            store = _open(db, create=False)
+            try:
+                graph = export_graph(store)
+            finally:
+                store.close()
+            if png is not None:
+                export_png(graph, png, highlight=highlight or ())
+                console.print(f"wrote {png}")
+            if html is not None:
+                export_html(graph, html, highlight=highlight or ())
+                console.print(f"wrote {html}")
+            return
+        from scenerag.viz import run_viewer
+
+        console.print(f"viewer on http://{host}:{port} (Ctrl-C to stop)")
+        run_viewer(db, host, port, llm)
+
+
 DEMO_QUERIES: list[tuple[str, str]] = [
     ("Which rooms are there?", "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room"),
     (
