@@ -11,6 +11,8 @@ Loaded models are shared per process, keyed by (path, n_ctx); calls on one model
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import itertools
 import json
 import os
@@ -95,6 +97,8 @@ def _load(path: Path, n_ctx: int, n_threads: int, n_batch: int) -> _LoadedModel:
                     hint="check that the file is a complete GGUF of a model llama.cpp supports",
                 ) from exc
             loaded = _LoadedModel(llama)
+            if not _LOADED:
+                atexit.register(_close_all)
             _LOADED[key] = loaded
         return loaded
 
@@ -102,6 +106,16 @@ def _load(path: Path, n_ctx: int, n_threads: int, n_batch: int) -> _LoadedModel:
 def unload_all() -> None:
     """Drop every cached model (frees memory once no ``LocalChatModel`` refers to them)."""
     with _LOADED_LOCK:
+        _LOADED.clear()
+
+
+def _close_all() -> None:
+    """Free the native models before interpreter teardown (llama-cpp's ``__del__`` fails once its C
+    bindings are gone, printing a spurious traceback at exit)."""
+    with _LOADED_LOCK:
+        for loaded in _LOADED.values():
+            with contextlib.suppress(Exception):
+                loaded.llama.close()
         _LOADED.clear()
 
 
