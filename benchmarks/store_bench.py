@@ -49,6 +49,12 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process, all threads (Python + JVM): the machine-load-independent cost."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
@@ -74,9 +80,9 @@ def bench_size(n_places: int, backend: str, bolt_uri: str | None, repeats: int, 
         open_store(bolt_uri) if backend == "bolt" and bolt_uri else open_store(tmp / f"db-{n_places}")
     )
     try:
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), cpu_s()
         store.load(graph)
-        load_s = time.perf_counter() - start
+        load_s, load_cpu_s = time.perf_counter() - start, cpu_s() - cpu0
         rng = random.Random(0)
         rooms = [f"R{rng.randrange(n_regions)}" for _ in range(repeats)]
         places = [f"P{rng.randrange(n_places)}" for _ in range(repeats)]
@@ -119,6 +125,7 @@ def bench_size(n_places: int, backend: str, bolt_uri: str | None, repeats: int, 
             "edges": graph.num_edges,
             "gen_s": gen_s,
             "load_s": load_s,
+            "load_cpu_s": load_cpu_s,
             "transitive": percentiles(trans),
             "transitive_engine": percentiles(engine),
             "hops5": percentiles(hops),
@@ -147,10 +154,13 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(
+        f"\nload average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times include contention)"
+    )
+    print(
         f"\nbackend: {args.backend}; {os.cpu_count()} cores; latencies in ms (p50 / p95), {args.repeats} queries each"
     )
     header = (
-        f"{'places':>10} {'nodes':>10} {'edges':>10} {'gen s':>7} {'load s':>7} {'transitive':>15} "
+        f"{'places':>10} {'nodes':>10} {'edges':>10} {'gen s':>7} {'load s':>7} {'load cpu':>8} {'transitive':>15} "
         f"{'(engine)':>15} {'5-hop':>15} {'10 m (cell)':>15} {'10 m (scan)':>15} {'RSS MiB':>8}"
     )
     print(header)
@@ -160,7 +170,7 @@ def main() -> int:
             return f"{p[0]:.2f} / {p[1]:.2f}"
 
         print(
-            f"{r['places']:>10,} {r['nodes']:>10,} {r['edges']:>10,} {r['gen_s']:>7.1f} {r['load_s']:>7.1f} "
+            f"{r['places']:>10,} {r['nodes']:>10,} {r['edges']:>10,} {r['gen_s']:>7.1f} {r['load_s']:>7.1f} {r['load_cpu_s']:>8.1f} "
             f"{fmt(r['transitive']):>15} {fmt(r['transitive_engine']):>15} {fmt(r['hops5']):>15} "
             f"{fmt(r['radius_cell']):>15} {fmt(r['radius_plain']):>15} {r['rss_mib']:>8.0f}"
         )

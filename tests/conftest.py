@@ -84,3 +84,18 @@ def fresh_store(
     store.load(hydra_graph)
     yield store
     store.close()
+
+
+@pytest.fixture(scope="session")
+def seq_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-floor, 8-room synthetic building rendered to 240 Replica-layout frames, once per session."""
+    pytest.importorskip("open3d")
+    from scenerag.sim.building import BuildingConfig, generate_building
+    from scenerag.sim.render import write_sequence
+
+    root = tmp_path_factory.getbasetemp() / "build-small-sequence"
+    if not (root / ".complete").exists():
+        building = generate_building(BuildingConfig(n_floors=2, rooms_per_floor=2, seed=3))
+        write_sequence(building, root, layout="replica", n_frames=240)
+        (root / ".complete").touch()
+    return root

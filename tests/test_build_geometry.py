@@ -30,22 +30,6 @@ pytest.importorskip("open3d")
 pytest.importorskip("skimage")
 
 
-def small_sequence(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-floor, 8-room building rendered to 240 Replica-layout frames (shared within the session)."""
-    from scenerag.sim.building import BuildingConfig, generate_building
-    from scenerag.sim.render import write_sequence
-
-    root = tmp_path_factory.getbasetemp() / "build-small-sequence"
-    if not (root / ".complete").exists():
-        building = generate_building(BuildingConfig(n_floors=2, rooms_per_floor=2, seed=3))
-        write_sequence(building, root, layout="replica", n_frames=240)
-        (root / ".complete").touch()
-    return root
-
-
-@pytest.fixture(scope="module")
-def seq_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_sequence(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from scenerag.errors import SceneRagError
@@ -52,24 +51,10 @@ def _errors() -> Iterator[None]:
         _fail("interrupted", 130)
 
 
-@contextmanager
-def _progress() -> Iterator[Callable[[str, int, int], None]]:
-    with Progress(
-        TextColumn("[bold]{task.description:<8}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=False,
-    ) as bar:
-        tasks: dict[str, Any] = {}
+def _progress() -> Any:
+    from scenerag.progress import progress_bar
 
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield update
+    return progress_bar(console=err_console)
 
 
 def _open(db: str, *, create: bool) -> Any:
@@ -249,32 +234,40 @@ def _print_run(result: Any, as_json: bool, label: str) -> None:
         err_console.print(f"[yellow]warning:[/] {result.error}", highlight=False, soft_wrap=True)
 
 
+ModeOption = Annotated[str, typer.Option("--mode", help="agentic (several queries) or feedforward (one).")]
+SchemaOption = Annotated[
+    bool, typer.Option("--schema/--no-schema", help="Put the live schema in the prompt.")
+]
+ToolBudgetOption = Annotated[int, typer.Option("--max-tool-calls", help="Query budget (agentic).")]
+RunJsonOption = Annotated[bool, typer.Option("--json", help="Print the whole run (queries, tokens) as JSON.")]
+
+
+def _run_agent(
+    text: str, task: str, db: str, llm: str | None, mode: str, schema: bool, budget: int, as_json: bool
+) -> None:
+    with _errors():
+        agent, store = _agent(db, llm, mode, schema, budget)
+        try:
+            result = agent.run(text, task=task)
+        finally:
+            store.close()
+        _print_run(result, as_json, "answer" if task == "qa" else "goal")
+        if result.answer is None or (task == "pddl" and result.error):
+            raise typer.Exit(1)
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="A question about the scene graph.")],
     db: DbOption,
     llm: LlmOption = None,
-    mode: Annotated[
-        str, typer.Option("--mode", help="agentic (several queries) or feedforward (one).")
-    ] = "agentic",
-    schema: Annotated[
-        bool, typer.Option("--schema/--no-schema", help="Put the live schema in the prompt.")
-    ] = True,
-    max_tool_calls: Annotated[int, typer.Option("--max-tool-calls", help="Query budget (agentic).")] = 5,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the whole run (queries, tokens) as JSON.")
-    ] = False,
+    mode: ModeOption = "agentic",
+    schema: SchemaOption = True,
+    max_tool_calls: ToolBudgetOption = 5,
+    as_json: RunJsonOption = False,
 ) -> None:
     """Answer a question: an LLM writes read-only Cypher against the database; the answer is in SLDP."""
-    with _errors():
-        agent, store = _agent(db, llm, mode, schema, max_tool_calls)
-        try:
-            result = agent.run(question)
-        finally:
-            store.close()
-        _print_run(result, as_json, "answer")
-        if result.answer is None:
-            raise typer.Exit(1)
+    _run_agent(question, "qa", db, llm, mode, schema, max_tool_calls, as_json)
 
 
 @app.command()
@@ -282,23 +275,13 @@ def ground(
     instruction: Annotated[str, typer.Argument(help="An instruction for the robot.")],
     db: DbOption,
     llm: LlmOption = None,
-    mode: Annotated[str, typer.Option("--mode", help="agentic or feedforward.")] = "agentic",
-    schema: Annotated[
-        bool, typer.Option("--schema/--no-schema", help="Put the live schema in the prompt.")
-    ] = True,
-    max_tool_calls: Annotated[int, typer.Option("--max-tool-calls", help="Query budget (agentic).")] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the whole run as JSON.")] = False,
+    mode: ModeOption = "agentic",
+    schema: SchemaOption = True,
+    max_tool_calls: ToolBudgetOption = 5,
+    as_json: RunJsonOption = False,
 ) -> None:
     """Ground an instruction to a PDDL goal whose symbols all exist in the database."""
-    with _errors():
-        agent, store = _agent(db, llm, mode, schema, max_tool_calls)
-        try:
-            result = agent.run(instruction, task="pddl")
-        finally:
-            store.close()
-        _print_run(result, as_json, "goal")
-        if result.answer is None or result.error:
-            raise typer.Exit(1)
+    _run_agent(instruction, "pddl", db, llm, mode, schema, max_tool_calls, as_json)
 
 
 @app.command("eval")

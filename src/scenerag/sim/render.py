@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -721,25 +721,11 @@ def write_sequence(
     return Path(root)
 
 
-@contextmanager
-def rich_progress(description: str = "rendering") -> Iterator[Progress]:
-    """A ``progress(stage, done, total)`` callback that drives a rich progress bar (one task per stage)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+def rich_progress(description: str = "rendering") -> AbstractContextManager[Progress]:
+    """A ``progress(stage, done, total)`` callback driving rich progress bars (see ``scenerag.progress``)."""
+    from scenerag.progress import progress_bar
 
-    with Progress(
-        TextColumn(f"{description} [bold]{{task.description}}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield update
+    return progress_bar(description)
 
 
 __all__ = [
