@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -292,11 +292,14 @@ def schema_from_graph(graph: SceneGraph) -> GraphSchema:
         schema.node_properties[label] = props
         schema.node_counts[label] = n
     labels = {n.symbol: n.label for n in graph.nodes()}
+    patterns = Counter((labels[e.source], e.type, labels[e.target]) for e in graph.edges())
+    schema.patterns = dict(patterns)
+    for (_, rtype, _), count in patterns.items():
+        schema.rel_counts[rtype] = schema.rel_counts.get(rtype, 0) + count
     rel_counts: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(lambda: [0, None]))
     for edge in graph.edges():
-        schema.rel_counts[edge.type] = schema.rel_counts.get(edge.type, 0) + 1
-        key3 = (labels[edge.source], edge.type, labels[edge.target])
-        schema.patterns[key3] = schema.patterns.get(key3, 0) + 1
+        if not edge.attributes:
+            continue
         for key, value in edge.attributes.items():
             entry = rel_counts[edge.type][key]
             entry[0] += 1
