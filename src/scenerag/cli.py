@@ -296,14 +296,21 @@ def eval_(
         list[str] | None, typer.Option("--questions", "-q", help="Extra question YAML file(s).")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Only the first N questions (0 = all).")] = 0,
+    tags: Annotated[
+        list[str] | None, typer.Option("--tag", help="Only questions with this tag (repeatable).")
+    ] = None,
 ) -> None:
     """Run an experiment (methods × models × schema × tool budget) and print the results table."""
     with _errors():
         from scenerag.eval.runner import load_experiment, markdown_table, run_experiment, write_results
 
         exp = load_experiment(experiment, extra_questions=questions)
+        if tags:
+            exp.questions = [q for q in exp.questions if set(tags) & set(q.tags)]
         if limit > 0:
             exp.questions = exp.questions[:limit]
+        if not exp.questions:
+            _fail("no question left after --tag/--limit")
         records = []
         with _progress() as update:
             for record in run_experiment(exp, progress=update):
