@@ -279,15 +279,17 @@ def test_repair_leaves_valid_queries_alone(store: CypherStore) -> None:
         assert repair_query(q, schema) == (q, [])
 
 
-def test_query_given_as_answer_is_sent_back(store: CypherStore) -> None:
+def test_query_given_as_answer_is_run_as_a_query(store: CypherStore) -> None:
     model = ScriptedChatModel(
-        [
-            act("answer", "MATCH (r:Room) RETURN count(r)"),
-            act("tool", "MATCH (r:Room) RETURN count(r) AS n"),
-            act("answer", "5"),
-        ],
-        supports_tools=False,
+        [act("answer", "MATCH (r:Room) RETURN count(r) AS n"), act("answer", "5")], supports_tools=False
     )
     result = CypherAgent(model, store).run("How many rooms?")
-    assert "that is a Cypher query, not the answer" in model.calls[1].messages[-1].content
+    assert '{"n":5}' in model.calls[1].messages[-1].content
     assert result.answer == "5" and result.tool_calls == 1
+    # with no tool calls left, a query as the answer is rejected instead
+    model = ScriptedChatModel(
+        [act("answer", "MATCH (r:Room) RETURN count(r)"), act("answer", "5")], supports_tools=False
+    )
+    result = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=0)).run("How many rooms?")
+    assert "that is a Cypher query, not the answer" in model.calls[1].messages[-1].content
+    assert result.answer == "5" and result.tool_calls == 0

@@ -120,9 +120,11 @@ class CypherAgent(ToolAgent):
     def run_tool(self, text: str) -> tuple[str, ToolRecord]:
         return self.tool.run(text)
 
+    def is_tool_input(self, text: str) -> bool:
+        return text.lstrip("`<[( ").split(" ", 1)[0].upper() in _QUERY_WORDS
+
     def answer_problems(self, answer: str, task: Task) -> list[str]:
-        head = answer.lstrip("`<[( ").split(" ", 1)[0].upper()
-        if head in _QUERY_WORDS:
+        if self.is_tool_input(answer):
             return [
                 "that is a Cypher query, not the answer: run it with the tool, then answer with its result"
             ]

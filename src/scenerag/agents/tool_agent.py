@@ -104,6 +104,10 @@ class ToolAgent(abc.ABC):
     def answer_problems(self, answer: str, task: Task) -> list[str]:
         """What is wrong with a final answer (empty when acceptable)."""
 
+    def is_tool_input(self, text: str) -> bool:
+        """Whether an "answer" is really tool input (then it is run as a tool call); subclasses decide."""
+        return False
+
     # -- shared ---------------------------------------------------------------------------------------
     @property
     def native_tools(self) -> bool:
@@ -194,6 +198,8 @@ class ToolAgent(abc.ABC):
                 resp = self._chat(state, response_schema=ACTION_SCHEMA if can_call else ANSWER_ACTION_SCHEMA)
                 action = _parse_action(resp.message.content)
                 state.messages.append(Message.assistant(resp.message.content))
+                if action["action"] == "answer" and can_call and self.is_tool_input(action["input"]):
+                    action["action"] = "tool"  # small models "answer" with the query they mean to run
                 if action["action"] == "tool" and can_call:
                     out = self._tool(state, action["input"])
                     left = cfg.max_tool_calls - len(state.result.tools)

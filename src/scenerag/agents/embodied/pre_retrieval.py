@@ -37,6 +37,16 @@ EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "Heat some soup in a pot.",
+        {
+            "entities": [
+                {"name": "pot", "attributes": ["temperature", "isFilledWithLiquid"]},
+                {"name": "stove burner", "attributes": ["isToggled"]},
+                {"name": "stove knob", "attributes": ["isToggled"]},
+            ]
+        },
+    ),
+    (
         "Put a cold tomato on the dining table.",
         {
             "entities": [

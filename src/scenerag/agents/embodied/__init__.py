@@ -1,0 +1,76 @@
+"""EmbodiedRAG (Booker et al., 2024): task-driven 3D scene subgraph retrieval with environment and
+self-query feedback, a ReAct planner over the symbolic household simulator, the paper's agents (ReAct,
+Full-Mem, EmbodiedRAG, -strict, -feedback) and the benchmark that compares them.
+"""
+
+from scenerag.agents.embodied.decisions import (
+    Decider,
+    Decision,
+    LLMDecider,
+    ReplayDecider,
+    count_prompt_tokens,
+)
+from scenerag.agents.embodied.errors import EmbodiedConfigError
+from scenerag.agents.embodied.planner import (
+    AgentKind,
+    EmbodiedPlanner,
+    PlannerConfig,
+    allowed_actions,
+    parse_agent_kind,
+)
+from scenerag.agents.embodied.pre_retrieval import EntitySpec, PreRetrieval, PreRetriever
+from scenerag.agents.embodied.records import EpisodeResult, StepRecord
+from scenerag.agents.embodied.runner import (
+    AgentSummary,
+    BenchmarkConfig,
+    BenchmarkReport,
+    format_summary,
+    measure_replayed_tokens,
+    run_benchmark,
+    run_episode,
+    select_tasks,
+    summarize,
+)
+from scenerag.agents.embodied.self_query import SelfQuerier, SelfQuery
+from scenerag.agents.embodied.subgraph import (
+    IndexUpdate,
+    SceneIndex,
+    TaskRetriever,
+    default_subgraph_config,
+    entity_document_config,
+)
+
+__all__ = [
+    "AgentKind",
+    "AgentSummary",
+    "BenchmarkConfig",
+    "BenchmarkReport",
+    "Decider",
+    "Decision",
+    "EmbodiedConfigError",
+    "EmbodiedPlanner",
+    "EntitySpec",
+    "EpisodeResult",
+    "IndexUpdate",
+    "LLMDecider",
+    "PlannerConfig",
+    "PreRetrieval",
+    "PreRetriever",
+    "ReplayDecider",
+    "SceneIndex",
+    "SelfQuerier",
+    "SelfQuery",
+    "StepRecord",
+    "TaskRetriever",
+    "allowed_actions",
+    "count_prompt_tokens",
+    "default_subgraph_config",
+    "entity_document_config",
+    "format_summary",
+    "measure_replayed_tokens",
+    "parse_agent_kind",
+    "run_benchmark",
+    "run_episode",
+    "select_tasks",
+    "summarize",
+]

@@ -1,0 +1,359 @@
+"""Episodes and the EmbodiedRAG benchmark: agents × tasks × distractor settings, and per-agent summaries.
+
+Contract: ``run_benchmark(config)`` plays one episode per (task, distractor setting, agent) on a fresh
+``HouseholdEnv`` and returns a :class:`BenchmarkReport`; each task's pre-retrieval runs once and is reused
+by every retrieving agent (its tokens are still charged to each episode). ``summarize`` gives, per agent and
+distractor setting, success rate (easy/hard), mean time per planning step, cumulative planner tokens per
+episode (provider usage), full-graph requests and retrieval recall. ``measure_replayed_tokens`` counts, with
+a real tokenizer, the exact prompts each agent would send along the oracle solver's trajectory (no model
+decisions), for token comparisons where full episodes with a slow model are out of reach.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scenerag.agents.embodied.decisions import ReplayDecider
+from scenerag.agents.embodied.errors import EmbodiedConfigError
+from scenerag.agents.embodied.planner import AgentKind, EmbodiedPlanner, PlannerConfig, parse_agent_kind
+from scenerag.agents.embodied.pre_retrieval import PreRetrieval, PreRetriever
+from scenerag.agents.embodied.records import EpisodeResult, StepRecord
+from scenerag.llm.base import ChatModel
+from scenerag.retrieval.embeddings import Embedder
+from scenerag.retrieval.subgraph import SubgraphConfig
+from scenerag.sim.household.attributes import ATTRIBUTE_NAMES
+from scenerag.sim.household.env import HouseholdEnv
+from scenerag.sim.household.layouts import DISTRACTOR_SETTINGS, LAYOUT_STYLES
+from scenerag.sim.household.solver import solve
+from scenerag.sim.household.tasks import TASKS, Task, get_task
+
+ProgressFn = Callable[[str], None]
+ALL_AGENTS: tuple[AgentKind, ...] = tuple(AgentKind)
+
+
+def select_tasks(spec: str | Iterable[str] | None) -> list[Task]:
+    """Tasks by ``"all"``/``None``, ``"easy"``, ``"hard"``, or ids (a comma-separated string or a list);
+    ``"easy:3"`` takes the first three easy tasks."""
+    if spec is None:
+        return list(TASKS)
+    items = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else [str(s).strip() for s in spec]
+    out: dict[str, Task] = {}
+    for item in items:
+        if not item:
+            continue
+        group, _, count = item.partition(":")
+        if group in ("all", "easy", "hard"):
+            chosen = [t for t in TASKS if group == "all" or t.difficulty == group]
+            if count:
+                if not count.isdigit():
+                    raise EmbodiedConfigError(f"bad task selection {item!r}", hint="use e.g. easy:3")
+                chosen = chosen[: int(count)]
+            out.update((t.task_id, t) for t in chosen)
+        else:
+            task = get_task(item)
+            out[task.task_id] = task
+    if not out:
+        raise EmbodiedConfigError(f"no tasks selected by {spec!r}", hint="use all, easy, hard, easy:3 or ids")
+    return list(out.values())
+
+
+@dataclass
+class BenchmarkConfig:
+    """What to run: agents, tasks (see ``select_tasks``), distractor settings, the kitchen layout, and the
+    planner / subgraph settings. ``style=None`` cycles the five layout styles over the tasks."""
+
+    agents: Sequence[AgentKind | str] = ALL_AGENTS
+    tasks: str | Sequence[str] | None = "easy:3"
+    distractors: Sequence[int] = (DISTRACTOR_SETTINGS[-1],)
+    style: str | None = "l_shape"
+    seed: int = 0
+    planner: PlannerConfig = field(default_factory=PlannerConfig)
+    subgraph: SubgraphConfig | None = None
+
+    def agent_kinds(self) -> list[AgentKind]:
+        return [parse_agent_kind(a) for a in self.agents]
+
+    def layout_for(self, index: int) -> str:
+        return self.style if self.style is not None else LAYOUT_STYLES[index % len(LAYOUT_STYLES)]
+
+
+@dataclass
+class BenchmarkReport:
+    """Every episode of a run, plus the pre-retrieval of each task instruction."""
+
+    episodes: list[EpisodeResult]
+    pre_retrievals: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_dict(self, *, trajectories: bool = False) -> dict[str, Any]:
+        return {
+            "episodes": [e.to_dict(trajectory=trajectories) for e in self.episodes],
+            "pre_retrievals": self.pre_retrievals,
+            "summary": [row.to_dict() for row in summarize(self.episodes)],
+        }
+
+
+def run_episode(
+    model: ChatModel,
+    kind: AgentKind | str,
+    task: Task,
+    *,
+    style: str = "l_shape",
+    seed: int = 0,
+    n_distractors: int = 0,
+    embedder: Embedder | None = None,
+    planner: PlannerConfig | None = None,
+    subgraph: SubgraphConfig | None = None,
+    pre_retrieval: PreRetrieval | None = None,
+    retrieval_model: ChatModel | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> EpisodeResult:
+    """One episode of ``task`` on a fresh kitchen ``(style, seed, n_distractors)``."""
+    env = HouseholdEnv(style, seed, n_distractors)
+    agent = EmbodiedPlanner(
+        model,
+        kind,
+        embedder=embedder,
+        config=planner,
+        subgraph_config=subgraph,
+        retrieval_model=retrieval_model,
+    )
+    return agent.run(env, task, pre_retrieval=pre_retrieval, on_step=on_step)
+
+
+def run_benchmark(
+    config: BenchmarkConfig,
+    model: ChatModel,
+    embedder: Embedder | None = None,
+    *,
+    retrieval_model: ChatModel | None = None,
+    progress: ProgressFn | None = None,
+) -> BenchmarkReport:
+    """Play every (task, distractor setting, agent) episode of ``config`` with ``model`` (pre-retrieval and
+    self-query with ``retrieval_model``, default ``model``)."""
+    kinds = config.agent_kinds()
+    if any(k.retrieves for k in kinds) and embedder is None:
+        raise EmbodiedConfigError(
+            "retrieving agents need an embedder", hint='pass make_embedder("minilm", threads=1)'
+        )
+    tasks = select_tasks(config.tasks)
+    pre_retriever = PreRetriever(retrieval_model or model, ATTRIBUTE_NAMES)
+    cache: dict[str, PreRetrieval] = {}
+    episodes: list[EpisodeResult] = []
+    for index, task in enumerate(tasks):
+        style = config.layout_for(index)
+        for n_distractors in config.distractors:
+            for kind in kinds:
+                pre = None
+                if kind.retrieves:
+                    if task.instruction not in cache:
+                        cache[task.instruction] = pre_retriever.run(task.instruction)
+                        if progress is not None:
+                            names = ", ".join(e.name for e in cache[task.instruction].entities)
+                            progress(f"pre-retrieval {task.task_id}: {names}")
+                    pre = cache[task.instruction]
+                episode = run_episode(
+                    model,
+                    kind,
+                    task,
+                    style=style,
+                    seed=config.seed,
+                    n_distractors=n_distractors,
+                    embedder=embedder,
+                    planner=config.planner,
+                    subgraph=config.subgraph,
+                    pre_retrieval=pre,
+                    retrieval_model=retrieval_model,
+                    on_step=None if progress is None else _step_reporter(progress, task, kind),
+                )
+                episodes.append(episode)
+                if progress is not None:
+                    progress(episode_line(episode))
+    return BenchmarkReport(episodes, {k: v.to_dict() for k, v in cache.items()})
+
+
+def _step_reporter(progress: ProgressFn, task: Task, kind: AgentKind) -> Callable[[StepRecord], None]:
+    def report(record: StepRecord) -> None:
+        call = (
+            f"{record.action}({', '.join(record.arguments.values())})" if record.action else "(invalid reply)"
+        )
+        progress(
+            f"  {task.task_id} {kind.value} step {record.step + 1}: {call} {'ok' if record.ok else 'failed'}; "
+            f"{record.input_tokens} prompt tokens, planner {record.planner_s:.1f} s, step {record.step_s:.1f} s"
+        )
+
+    return report
+
+
+def episode_line(e: EpisodeResult) -> str:
+    """One line per episode for progress output."""
+    recall = "" if e.recall_first is None else f" recall {e.recall_first:.2f}->{e.recall_after_feedback:.2f}"
+    per_step = f"{e.mean_planner_s:.1f}" if e.mean_planner_s is not None else "-"
+    error = f" error: {e.error[:80]}" if e.error else ""
+    if e.overflow_prompt_tokens is not None:
+        error += f" (prompt of {e.overflow_prompt_tokens} tokens counted, not sent)"
+    return (
+        f"{e.task_id} d={e.n_distractors} {e.agent:21s} {'OK  ' if e.success else 'FAIL'} steps {e.steps:2d} "
+        f"planner tokens {e.planner_tokens:7d} (+{e.retrieval_usage.total_tokens} retrieval) "
+        f"{per_step} s/step full-graph {e.full_graph_requests}{recall}{error}"
+    )
+
+
+# -- summaries ----------------------------------------------------------------------------------------------
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+@dataclass
+class AgentSummary:
+    """Aggregates of one agent at one distractor setting."""
+
+    agent: str
+    n_distractors: int
+    episodes: int
+    success_easy: float | None
+    success_hard: float | None
+    success_all: float
+    mean_planner_s_per_step: float | None
+    mean_step_s: float | None
+    mean_planner_tokens: float
+    mean_total_tokens: float
+    mean_full_graph_requests: float
+    recall_first: float | None
+    recall_after_feedback: float | None
+    errors: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def summarize(episodes: Sequence[EpisodeResult]) -> list[AgentSummary]:
+    """Per (agent, distractor setting) aggregates, in first-seen order."""
+    groups: dict[tuple[str, int], list[EpisodeResult]] = {}
+    for e in episodes:
+        groups.setdefault((e.agent, e.n_distractors), []).append(e)
+    rows: list[AgentSummary] = []
+    for (agent, n_distractors), group in groups.items():
+        easy = [e.success for e in group if e.difficulty == "easy"]
+        hard = [e.success for e in group if e.difficulty == "hard"]
+        steps = [s for e in group for s in e.trajectory]
+        rows.append(
+            AgentSummary(
+                agent=agent,
+                n_distractors=n_distractors,
+                episodes=len(group),
+                success_easy=sum(easy) / len(easy) if easy else None,
+                success_hard=sum(hard) / len(hard) if hard else None,
+                success_all=sum(e.success for e in group) / len(group),
+                mean_planner_s_per_step=_mean(s.planner_s for s in steps),
+                mean_step_s=_mean(s.step_s for s in steps),
+                mean_planner_tokens=statistics.fmean(e.planner_tokens for e in group),
+                mean_total_tokens=statistics.fmean(e.total_tokens for e in group),
+                mean_full_graph_requests=statistics.fmean(e.full_graph_requests for e in group),
+                recall_first=_mean(e.recall_first for e in group),
+                recall_after_feedback=_mean(e.recall_after_feedback for e in group),
+                errors=sum(e.error is not None for e in group),
+            )
+        )
+    return rows
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_summary(rows: Sequence[AgentSummary]) -> str:
+    """A fixed-width table of ``summarize`` rows."""
+    header = (
+        f"{'agent':21s} {'distr':>5s} {'n':>3s} {'succ easy':>9s} {'succ hard':>9s} {'s/plan step':>11s} "
+        f"{'s/step all':>10s} {'planner tok/ep':>14s} {'total tok/ep':>12s} {'full-graph/ep':>13s} "
+        f"{'recall@1':>8s} {'recall fb':>9s} {'errors':>6s}"
+    )
+    lines = [header]
+    for r in rows:
+        lines.append(
+            f"{r.agent:21s} {r.n_distractors:5d} {r.episodes:3d} {_fmt(r.success_easy, '9.2f')} "
+            f"{_fmt(r.success_hard, '9.2f')} {_fmt(r.mean_planner_s_per_step, '11.1f')} "
+            f"{_fmt(r.mean_step_s, '10.1f')} {r.mean_planner_tokens:14.0f} {r.mean_total_tokens:12.0f} "
+            f"{r.mean_full_graph_requests:13.2f} {_fmt(r.recall_first, '8.2f')} "
+            f"{_fmt(r.recall_after_feedback, '9.2f')} {r.errors:6d}"
+        )
+    return "\n".join(lines)
+
+
+# -- token measurement on a replayed trajectory ---------------------------------------------------------------
+def measure_replayed_tokens(
+    model: ChatModel,
+    task: Task,
+    kinds: Sequence[AgentKind | str],
+    *,
+    embedder: Embedder | None,
+    pre_retrieval: PreRetrieval | None = None,
+    style: str = "l_shape",
+    seed: int = 0,
+    n_distractors: int = 0,
+    count_tokens: Callable[[str], int] | None = None,
+    planner: PlannerConfig | None = None,
+    subgraph: SubgraphConfig | None = None,
+) -> dict[str, EpisodeResult]:
+    """Per agent, an episode that follows the oracle solver's plan on ``(style, seed, n_distractors)`` and
+    whose usage is ``count_tokens`` (default ``model.count_tokens``) of the exact prompts the agent builds at
+    each step and of the JSON replies standing for the oracle actions. ``embodiedrag-feedback`` is refused:
+    its self-queries need the planner's own thoughts."""
+    plan = solve(HouseholdEnv(style, seed, n_distractors), task)
+    counter = count_tokens or model.count_tokens
+    config = planner or PlannerConfig(max_steps=len(plan) + 1)
+    out: dict[str, EpisodeResult] = {}
+    for kind in (parse_agent_kind(k) for k in kinds):
+        if kind.self_queries:
+            raise EmbodiedConfigError(
+                f"{kind.value} cannot be replayed: its self-queries need the planner's own thoughts"
+            )
+        decider = ReplayDecider([(p.name, p.arguments) for p in plan], counter)
+        agent = EmbodiedPlanner(
+            model, kind, embedder=embedder, config=config, subgraph_config=subgraph, decider=decider
+        )
+        pre = pre_retrieval if kind.retrieves else None
+        if kind.retrieves and pre is None:
+            pre = agent.pre_retriever.run(task.instruction)
+        out[kind.value] = agent.run(HouseholdEnv(style, seed, n_distractors), task, pre_retrieval=pre)
+    return out
+
+
+# -- entry points for scripts and the CLI -------------------------------------------------------------------
+RETRIEVAL_N_CTX = 4096
+
+
+def bench_models(spec: str | None = None, **options: Any) -> tuple[ChatModel, ChatModel]:
+    """The planner model named by ``spec`` (see ``make_chat_model``) and the model for pre-retrieval and
+    self-query: for a local GGUF a second instance of the same weights (own context, so each keeps its
+    prompt cache warm), else the same object."""
+    from scenerag.llm.factory import make_chat_model
+
+    planner = make_chat_model(spec, **options)
+    if planner.name.startswith("local:"):
+        from scenerag.llm.local import LocalChatModel
+
+        assert isinstance(planner, LocalChatModel)
+        return planner, LocalChatModel(planner.model_path, n_ctx=RETRIEVAL_N_CTX, n_threads=planner.n_threads)
+    return planner, planner
+
+
+def run_embodied_bench(
+    config: BenchmarkConfig,
+    *,
+    model_spec: str | None = None,
+    embedder_spec: str = "minilm",
+    progress: ProgressFn | None = None,
+) -> BenchmarkReport:
+    """``scenerag bench embodied``: build the models and a one-thread embedder, then ``run_benchmark``."""
+    from scenerag.retrieval.embeddings import make_embedder
+
+    planner, retrieval = bench_models(model_spec)
+    needs_embedder = any(k.retrieves for k in config.agent_kinds())
+    options: dict[str, Any] = {} if embedder_spec.startswith("openai:") else {"threads": 1}
+    embedder = make_embedder(embedder_spec, **options) if needs_embedder else None
+    return run_benchmark(config, planner, embedder, retrieval_model=retrieval, progress=progress)
