@@ -21,10 +21,9 @@ CYPHER_RULES = (
 )
 
 ANSWER_RULES_QA = (
-    "Final answer format (SLDP): a set of items in any order as <a, b, c>; an ordered list as [a, b]; a "
-    "mapping as {key: value}; a position as POINT(x y z); a single number, symbol or word as itself. "
-    "Unless asked otherwise return node symbols (O12), without quotes or parentheses. Do not add "
-    "explanations to the answer."
+    "Final answer format (SLDP): a set as <O3, O7> (any order), an ordered list as [O3, O7], a mapping as "
+    "{chair: 3, table: 1}, a position as POINT(1.0 2.5 0.3), a single number (4) or symbol (R2) as itself. "
+    "Unless asked otherwise give node symbols, without quotes. The answer holds only the value: no words."
 )
 
 SLDP_TYPE_HINTS = {

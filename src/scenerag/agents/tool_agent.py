@@ -156,7 +156,7 @@ class ToolAgent(abc.ABC):
         answer = normalize_answer(raw, task)
         state.result.raw_answer = raw
         state.result.answer = answer
-        if not answer.strip() or answer.strip(" <>.\"'").lower() in ("final answer", "...", "answer"):
+        if not answer.strip() or answer.strip(" <>[].\"'").lower() in _PLACEHOLDERS:
             problems = ["the answer is empty or a placeholder: give the actual answer"]
         else:
             problems = self.answer_problems(answer, task)
@@ -238,6 +238,9 @@ class ToolAgent(abc.ABC):
         resp = self._chat(state, refine, response_schema=ANSWER_SCHEMA)
         state.messages.extend([*refine, Message.assistant(resp.message.content)])
         self._accept(state, str(loads_object(resp.message.content).get("answer", "")), task)
+
+
+_PLACEHOLDERS = frozenset({"final answer", "...", "answer", "a, b, c", "a, b", "x y z", "value"})
 
 
 def default_answer_problems(answer: str, task: Task, grounder: Any | None) -> list[str]:

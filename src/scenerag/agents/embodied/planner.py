@@ -87,12 +87,15 @@ def parse_agent_kind(value: str | AgentKind) -> AgentKind:
 
 @dataclass
 class PlannerConfig:
-    """ReAct settings: step limit, history window (steps kept, characters kept of each older observation),
-    reply budget, tool interface (``auto``: native tool calls where the model has them, else JSON actions),
-    whether to stop as soon as the task check passes, and how many steps a self-query stays in effect."""
+    """ReAct settings: step limit, history window (steps kept, characters kept of each older observation,
+    how many of the latest steps show their thought: 0 by default, because a small model copies its stale
+    reasoning instead of reading the refreshed scene graph), reply budget, tool interface (``auto``: native
+    tool calls where the model has them, else JSON actions), whether to stop as soon as the task check
+    passes, and how many steps a self-query stays in effect."""
 
     max_steps: int = 25
     history_steps: int = 8
+    history_thoughts: int = 0
     observation_chars: int = 400
     thought_chars: int = 200
     max_reply_tokens: int = 200
@@ -103,8 +106,10 @@ class PlannerConfig:
     def __post_init__(self) -> None:
         if self.max_steps < 1:
             raise EmbodiedConfigError(f"max_steps must be >= 1, got {self.max_steps}")
-        if self.history_steps < 0 or self.observation_chars < 40:
-            raise EmbodiedConfigError("history_steps must be >= 0 and observation_chars >= 40")
+        if self.history_steps < 0 or self.history_thoughts < 0 or self.observation_chars < 40:
+            raise EmbodiedConfigError(
+                "history_steps and history_thoughts must be >= 0 and observation_chars >= 40"
+            )
         if self.tool_interface not in ("auto", "native", "json"):
             raise EmbodiedConfigError(
                 f"tool_interface must be auto, native or json, got {self.tool_interface!r}"
@@ -251,8 +256,8 @@ class EmbodiedPlanner:
         self, task: Task, graph: SceneGraph, context: str, history: Sequence[StepRecord], step: int
     ) -> list[Message]:
         """The prompt of one planning step: system rules, then the task, the recent history (actions and what
-        they returned; only the last step's thought, so a small model does not copy stale reasoning), and
-        last the current state: the robot and the step's scene-graph context."""
+        they returned, with the thoughts of the last ``history_thoughts`` steps), and last the current
+        state: the robot and the step's scene-graph context."""
         lines = [f"Task: {task.instruction}"]
         window = list(history)[-self.config.history_steps :] if self.config.history_steps else []
         if window:
@@ -263,7 +268,10 @@ class EmbodiedPlanner:
                 limit = 10**9 if last or record.step == latest_full else self.config.observation_chars
                 status = "OK" if record.ok else "FAILED"
                 call = format_call(record.action, record.arguments) if record.action else "(no valid action)"
-                thought = f"thought: {_clip(record.thought, self.config.thought_chars)}; " if last else ""
+                shows_thought = len(window) - index <= self.config.history_thoughts and record.thought
+                thought = (
+                    f"thought: {_clip(record.thought, self.config.thought_chars)}; " if shows_thought else ""
+                )
                 repeat = f" {REPEAT_NOTE}" if last and _repeats(window, index) else ""
                 lines.append(
                     f"{record.step + 1}. {thought}{call} -> {status}: {_clip(record.observation, limit)}{repeat}"

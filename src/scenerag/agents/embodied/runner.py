@@ -130,9 +130,10 @@ def run_benchmark(
     *,
     retrieval_model: ChatModel | None = None,
     progress: ProgressFn | None = None,
+    on_episode: Callable[[EpisodeResult], None] | None = None,
 ) -> BenchmarkReport:
     """Play every (task, distractor setting, agent) episode of ``config`` with ``model`` (pre-retrieval and
-    self-query with ``retrieval_model``, default ``model``)."""
+    self-query with ``retrieval_model``, default ``model``); ``on_episode`` sees each finished episode."""
     kinds = config.agent_kinds()
     if any(k.retrieves for k in kinds) and embedder is None:
         raise EmbodiedConfigError(
@@ -169,6 +170,8 @@ def run_benchmark(
                     on_step=None if progress is None else _step_reporter(progress, task, kind),
                 )
                 episodes.append(episode)
+                if on_episode is not None:
+                    on_episode(episode)
                 if progress is not None:
                     progress(episode_line(episode))
     return BenchmarkReport(episodes, {k: v.to_dict() for k, v in cache.items()})
