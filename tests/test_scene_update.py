@@ -78,13 +78,16 @@ def test_update_agent_finds_node_then_writes(
         model = ScriptedChatModel(
             [
                 act("tool", "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol"),
-                act("answer", "MATCH (o:Object) RETURN o"),
+                act("answer", "MATCH (o:Object) RETURN count(o)"),
+                act("answer", "O43 is a bag"),
                 act("answer", "MATCH (o:Object {nodeSymbol: 'O43'}) SET o.class = 'bag'"),
             ],
             supports_tools=False,
         )
         result = SceneUpdateAgent(model, store).run_update("the bicycle is actually a bag")
-        assert "does not write" in model.calls[2].messages[-1].content
+        # a read query given as the answer runs as a lookup; prose is rejected; the write is the answer
+        assert [t.input for t in result.tools][-1] == "MATCH (o:Object) RETURN count(o)"
+        assert "does not write" in model.calls[3].messages[-1].content
         assert (
             result.answer == "MATCH (o:Object {nodeSymbol: 'O43'}) SET o.class = 'bag'"
             and result.error is None

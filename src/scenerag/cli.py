@@ -791,6 +791,15 @@ def _demo_agent(store: Any, llm: str | None) -> None:
         console.print(f"  {verdict}")
 
 
+def _register_subcommands() -> None:
+    from scenerag.cli_bench import bench_app
+
+    app.add_typer(bench_app, name="bench")
+
+
+_register_subcommands()
+
+
 def main() -> None:
     app()
 

@@ -73,6 +73,12 @@ class SceneUpdateAgent(CypherAgent):
                 problems.append(f"'{s[:80]}' calls a procedure; use plain Cypher")
         return problems
 
+    def is_tool_input(self, text: str) -> bool:
+        """A read query given as the answer is run as a lookup; a write is the answer itself."""
+        return super().is_tool_input(text) and not any(
+            analyze(s).write_clauses for s in split_statements(text)
+        )
+
     def run_update(self, instruction: str) -> AgentResult:
         """Run the agent on ``instruction``; the answer (when valid) is the write script."""
         return self.run(instruction, task="qa")
