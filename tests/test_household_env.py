@@ -19,16 +19,31 @@ from scenerag.sim.household import (
 )
 
 ACTION_NAMES = {
-    "randomlyexplore", "getdiscoveredobjects", "getvisibleobjects", "moveto", "inspect", "pickup", "placeon",
-    "open", "close", "toggleon", "toggleoff", "search", "fillheldobjectwithwater", "pourwaterinto",
-    "adjustpositioning", "slice",
+    "randomlyexplore",
+    "getdiscoveredobjects",
+    "getvisibleobjects",
+    "moveto",
+    "inspect",
+    "pickup",
+    "placeon",
+    "open",
+    "close",
+    "toggleon",
+    "toggleoff",
+    "search",
+    "fillheldobjectwithwater",
+    "pourwaterinto",
+    "adjustpositioning",
+    "slice",
 }
 
 
 def test_attribute_names_are_the_papers_28() -> None:
     assert len(ATTRIBUTE_NAMES) == 28 == len(set(ATTRIBUTE_NAMES))
     assert ATTRIBUTE_NAMES[0] == "visible" and ATTRIBUTE_NAMES[-1] == "distance"
-    assert {"temperature", "isHeatSource", "isColdSource", "salientMaterials", "openness"} <= set(ATTRIBUTE_NAMES)
+    assert {"temperature", "isHeatSource", "isColdSource", "salientMaterials", "openness"} <= set(
+        ATTRIBUTE_NAMES
+    )
 
 
 def test_initial_view_is_partial_and_honest() -> None:
@@ -46,8 +61,12 @@ def test_initial_view_is_partial_and_honest() -> None:
     for object_id, seen in env.discovered.items():  # what the agent saw is the truth of that moment
         assert seen.state == world.objects[object_id].state
         assert seen.parent == world.objects[object_id].parent
-        truth = world.attributes(object_id, visible=object_id in env.visible,
-                                 interactable=env.is_interactable(object_id), distance=world.distance(object_id))
+        truth = world.attributes(
+            object_id,
+            visible=object_id in env.visible,
+            interactable=env.is_interactable(object_id),
+            distance=world.distance(object_id),
+        )
         assert env.observed_attributes(object_id) == truth
 
 

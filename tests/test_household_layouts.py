@@ -27,8 +27,11 @@ INTERACTION_M = 1.5
 SEEDS = (0, 1, 2, 3)
 
 
-@pytest.fixture(scope="module", params=[(style, seed) for style in LAYOUT_STYLES for seed in SEEDS],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(
+    scope="module",
+    params=[(style, seed) for style in LAYOUT_STYLES for seed in SEEDS],
+    ids=lambda p: f"{p[0]}-{p[1]}",
+)
 def world(request: pytest.FixtureRequest) -> World:
     style, seed = request.param
     return build_world(LayoutConfig(style, seed, 290))
@@ -51,7 +54,10 @@ def test_initial_states(world: World) -> None:
         state = obj.state
         assert not state.isOpen and state.openness == 0.0, obj.object_id
         assert not state.isToggled and not state.isPickedUp and not state.isCooked and not state.isSliced
-        if not obj.spec.is_distractor and obj.object_type not in ("Mug", *("Plate", "Bowl", "Cup", "Pan", "Pot")):
+        if not obj.spec.is_distractor and obj.object_type not in (
+            "Mug",
+            *("Plate", "Bowl", "Cup", "Pan", "Pot"),
+        ):
             assert not state.isDirty
     assert any(m.state.isDirty for m in world.of_type("Mug"))
     assert sum(s.state.isUsedUp for s in world.of_type("SoapBottle")) == 1

@@ -115,7 +115,9 @@ def test_placeon_rules(kitchen: tuple[HouseholdEnv, OracleSolver]) -> None:
     apple = _first(env, "Apple")
     solver.hold(apple)
     solver.approach(fridge)
-    assert "open Fridge_1 first" in rejected(env, "receptacle_closed", "placeon", receptacle_id=fridge).message
+    assert (
+        "open Fridge_1 first" in rejected(env, "receptacle_closed", "placeon", receptacle_id=fridge).message
+    )
     ok(env, "open", object_id=fridge)
     ok(env, "placeon", receptacle_id=fridge)
     assert env.world.objects[apple].parent == fridge and env.held is None
@@ -204,7 +206,9 @@ def test_cooking_needs_a_lit_burner(kitchen: tuple[HouseholdEnv, OracleSolver]) 
     assert egg_state.isCooked and not env.world.objects[pan].state.isCooked
 
 
-def test_fridge_chills_and_contents_move_with_their_receptacle(kitchen: tuple[HouseholdEnv, OracleSolver]) -> None:
+def test_fridge_chills_and_contents_move_with_their_receptacle(
+    kitchen: tuple[HouseholdEnv, OracleSolver],
+) -> None:
     env, solver = kitchen
     apple, bowl, fridge = _first(env, "Apple"), _first(env, "Bowl"), _first(env, "Fridge")
     assert env.world.objects[apple].state.temperature == "RoomTemp"
@@ -232,7 +236,9 @@ def test_coffee_machine_fills_only_empty_mugs(kitchen: tuple[HouseholdEnv, Oracl
     assert state.isFilledWithLiquid and state.fillLiquid == "coffee" and state.temperature == "Hot"
 
 
-def test_running_faucet_cleans_and_fills_what_is_in_the_sink(kitchen: tuple[HouseholdEnv, OracleSolver]) -> None:
+def test_running_faucet_cleans_and_fills_what_is_in_the_sink(
+    kitchen: tuple[HouseholdEnv, OracleSolver],
+) -> None:
     env, solver = kitchen
     dirty = next(o.object_id for o in env.world.of_type("Mug") if o.state.isDirty)
     sink = _first(env, "Sink")
@@ -262,13 +268,17 @@ def test_filling_needs_a_running_faucet_within_reach(kitchen: tuple[HouseholdEnv
     rejected(env, "already_filled", "fillheldobjectwithwater")
 
 
-def test_pouring_waters_the_plant_and_empties_into_the_sink(kitchen: tuple[HouseholdEnv, OracleSolver]) -> None:
+def test_pouring_waters_the_plant_and_empties_into_the_sink(
+    kitchen: tuple[HouseholdEnv, OracleSolver],
+) -> None:
     env, solver = kitchen
     can, plant, sink = _first(env, "WateringCan"), _first(env, "HousePlant"), _first(env, "Sink")
     solver.hold(can)
     solver.approach(plant)
-    assert "fillheldobjectwithwater first" in rejected(env, "empty_container", "pourwaterinto",
-                                                       object_id=plant).message
+    assert (
+        "fillheldobjectwithwater first"
+        in rejected(env, "empty_container", "pourwaterinto", object_id=plant).message
+    )
     solver.fill_with_water(can)
     counter = _first(env, "CounterTop")
     solver.approach(counter)
@@ -316,7 +326,9 @@ def test_search_reveals_or_names_the_closed_receptacle(kitchen: tuple[HouseholdE
     fridge = _first(env, "Fridge")
     assert result.observation["found"] is None and result.observation["container"] == fridge
     assert f"Open {fridge}" in result.message
-    assert env.is_discovered(fridge) and not any(env.is_discovered(e.object_id) for e in env.world.of_type("Egg"))
+    assert env.is_discovered(fridge) and not any(
+        env.is_discovered(e.object_id) for e in env.world.of_type("Egg")
+    )
     ok(env, "open", object_id=fridge)
     assert all(env.is_discovered(e.object_id) for e in env.world.of_type("Egg"))
     found = ok(env, "search", query="Spatula")

@@ -40,8 +40,11 @@ def test_export_matches_what_the_agent_knows() -> None:
         assert node.class_name == env.world.objects[object_id].object_type in CATALOG
         assert list(node.attributes)[:28] == list(ATTRIBUTE_NAMES)
         observed = {k: "none" if v is None else v for k, v in env.observed_attributes(object_id).items()}
-        assert node.attributes == {**observed, "objectId": object_id,
-                                   "receptacle": env.world.objects[object_id].spec.is_receptacle}
+        assert node.attributes == {
+            **observed,
+            "objectId": object_id,
+            "receptacle": env.world.objects[object_id].spec.is_receptacle,
+        }
         assert None not in node.attributes.values()
         assert node.description and object_id in node.description
         parents = graph.parents(node.symbol)
@@ -54,7 +57,9 @@ def test_export_matches_what_the_agent_knows() -> None:
     undiscovered = set(env.world.objects) - set(env.discovered)
     assert undiscovered and not undiscovered & {n.attributes["objectId"] for n in graph.nodes(ont.OBJECT)}
     assert [p.label for p in graph.parents(AGENT_SYMBOL)] == [ont.PLACE]
-    assert all(p.symbol == ROOM_SYMBOL for place in graph.nodes(ont.PLACE) for p in graph.parents(place.symbol))
+    assert all(
+        p.symbol == ROOM_SYMBOL for place in graph.nodes(ont.PLACE) for p in graph.parents(place.symbol)
+    )
     assert graph.edge_type_counts()[ont.PLACE_CONNECTED] > 0
 
 

@@ -27,7 +27,9 @@ def _snapshot(world: World) -> list[tuple[object, ...]]:
 
 def test_task_catalogue() -> None:
     assert Counter(t.difficulty for t in TASKS) == {"easy": 20, "hard": 20}
-    assert [t.task_id for t in TASKS] == [f"easy_{i:02d}" for i in range(1, 21)] + [f"hard_{i:02d}" for i in range(1, 21)]
+    assert [t.task_id for t in TASKS] == [f"easy_{i:02d}" for i in range(1, 21)] + [
+        f"hard_{i:02d}" for i in range(1, 21)
+    ]
     instructions = [t.instruction for t in TASKS]
     assert len(set(instructions)) == 40 and all(i.endswith(".") for i in instructions)
     for task in TASKS:
@@ -35,7 +37,9 @@ def test_task_catalogue() -> None:
         named = {t for r in task.requirements for t in (*r.types, *r.inside)}
         assert named <= set(task.required_types), (task.task_id, named - set(task.required_types))
     assert get_task("hard_01").instruction == "Cook an egg."
-    assert get_task("hard_06").instruction == "Place all kitchen utensils that are not knives away in drawers."
+    assert (
+        get_task("hard_06").instruction == "Place all kitchen utensils that are not knives away in drawers."
+    )
     with pytest.raises(UnknownTaskError, match="easy_01"):
         get_task("easy_21")
 

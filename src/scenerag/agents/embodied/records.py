@@ -5,7 +5,7 @@ full-graph requests and retrieval recall of the task's required object types.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from scenerag.llm.base import Usage
@@ -130,3 +130,17 @@ class EpisodeResult:
         ):
             out[name] = getattr(self, name)
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EpisodeResult:
+        """Rebuild an episode from :meth:`to_dict` output (derived values are recomputed, not read)."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["planner_usage"] = Usage(**data.get("planner_usage", {}))
+        values["retrieval_usage"] = Usage(**data.get("retrieval_usage", {}))
+        step_names = {f.name for f in fields(StepRecord)}
+        values["trajectory"] = [
+            StepRecord(**{k: v for k, v in step.items() if k in step_names})
+            for step in data.get("trajectory", [])
+        ]
+        return cls(**values)

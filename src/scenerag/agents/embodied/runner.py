@@ -19,7 +19,7 @@ from typing import Any
 from scenerag.agents.embodied.decisions import ReplayDecider
 from scenerag.agents.embodied.errors import EmbodiedConfigError
 from scenerag.agents.embodied.planner import AgentKind, EmbodiedPlanner, PlannerConfig, parse_agent_kind
-from scenerag.agents.embodied.pre_retrieval import PreRetrieval, PreRetriever
+from scenerag.agents.embodied.pre_retrieval import EntitySpec, PreRetrieval, PreRetriever
 from scenerag.agents.embodied.records import EpisodeResult, StepRecord
 from scenerag.llm.base import ChatModel
 from scenerag.retrieval.embeddings import Embedder
@@ -228,6 +228,8 @@ class AgentSummary:
     recall_first: float | None
     recall_after_feedback: float | None
     errors: int
+    context_overflows: int
+    mean_overflow_prompt_tokens: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -259,6 +261,11 @@ def summarize(episodes: Sequence[EpisodeResult]) -> list[AgentSummary]:
                 recall_first=_mean(e.recall_first for e in group),
                 recall_after_feedback=_mean(e.recall_after_feedback for e in group),
                 errors=sum(e.error is not None for e in group),
+                context_overflows=sum(e.overflow_prompt_tokens is not None for e in group),
+                mean_overflow_prompt_tokens=_mean(
+                    None if e.overflow_prompt_tokens is None else float(e.overflow_prompt_tokens)
+                    for e in group
+                ),
             )
         )
     return rows
@@ -269,11 +276,12 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def format_summary(rows: Sequence[AgentSummary]) -> str:
-    """A fixed-width table of ``summarize`` rows."""
+    """A fixed-width table of ``summarize`` rows (overflows: episodes ended because a prompt exceeded the
+    model's context, with the mean size of that prompt under the model's tokenizer)."""
     header = (
         f"{'agent':21s} {'distr':>5s} {'n':>3s} {'succ easy':>9s} {'succ hard':>9s} {'s/plan step':>11s} "
         f"{'s/step all':>10s} {'planner tok/ep':>14s} {'total tok/ep':>12s} {'full-graph/ep':>13s} "
-        f"{'recall@1':>8s} {'recall fb':>9s} {'errors':>6s}"
+        f"{'recall@1':>8s} {'recall fb':>9s} {'errors':>6s} {'overflows (prompt tok)':>22s}"
     )
     lines = [header]
     for r in rows:
@@ -282,12 +290,30 @@ def format_summary(rows: Sequence[AgentSummary]) -> str:
             f"{_fmt(r.success_hard, '9.2f')} {_fmt(r.mean_planner_s_per_step, '11.1f')} "
             f"{_fmt(r.mean_step_s, '10.1f')} {r.mean_planner_tokens:14.0f} {r.mean_total_tokens:12.0f} "
             f"{r.mean_full_graph_requests:13.2f} {_fmt(r.recall_first, '8.2f')} "
-            f"{_fmt(r.recall_after_feedback, '9.2f')} {r.errors:6d}"
+            f"{_fmt(r.recall_after_feedback, '9.2f')} {r.errors:6d} "
+            f"{r.context_overflows:9d} ({_fmt(r.mean_overflow_prompt_tokens, '.0f'):>9s})"
         )
     return "\n".join(lines)
 
 
 # -- token measurement on a replayed trajectory ---------------------------------------------------------------
+def required_types_pre_retrieval(task: Task) -> PreRetrieval:
+    """An oracle pre-retrieval (for ablations, no model call): one entity per required object type, named by
+    its readable label, with the attributes the task's requirements test on objects of that type."""
+    from scenerag.retrieval.documents import label_text
+
+    entities: list[EntitySpec] = []
+    for object_type in task.required_types:
+        attributes: dict[str, None] = {}
+        for requirement in task.requirements:
+            if object_type in requirement.types:
+                attributes.update(dict.fromkeys([*requirement.state, *requirement.where]))
+            if object_type in requirement.inside:
+                attributes.update(dict.fromkeys(requirement.receptacle_state))
+        entities.append(EntitySpec(label_text(object_type), tuple(attributes)))
+    return PreRetrieval(task.instruction, entities, raw="(required types of the task)")
+
+
 def measure_replayed_tokens(
     model: ChatModel,
     task: Task,

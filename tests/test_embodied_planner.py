@@ -1,0 +1,375 @@
+"""EmbodiedRAG control flow with a scripted model: pre-retrieval and self-query parsing, per-agent contexts,
+full-graph requests (allowed, counted, refused for strict agents), feedback adding entities to the next
+subgraph, index updates during an episode, failure feedback, step limit, token accounting."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scenerag.agents.embodied import (
+    AgentKind,
+    EmbodiedConfigError,
+    EmbodiedPlanner,
+    EpisodeResult,
+    PlannerConfig,
+    PreRetriever,
+    SelfQuerier,
+    allowed_actions,
+    summarize,
+)
+from scenerag.agents.embodied.decisions import count_prompt_tokens
+from scenerag.llm import LLMError, Message, ScriptedChatModel, ToolCall
+from scenerag.llm.base import estimate_tokens
+from scenerag.retrieval.documents import label_text
+from scenerag.sim.household import ATTRIBUTE_NAMES, HouseholdEnv, get_task
+
+PLANNER = "You are the task planner"
+PRE = "You prepare the memory"
+SELF = "You turn the latest thought"
+
+
+@dataclass
+class _Stats:
+    texts_encoded: int
+
+
+class WordEmbedder:
+    """Deterministic bag-of-words embedder (identical label texts score 1.0); counts encoded texts."""
+
+    name = "test-words"
+    dim = 256
+
+    def __init__(self) -> None:
+        self.encoded = 0
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = 64, progress: object = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            self.encoded += 1
+            for word in re.findall(r"[a-z]+", label_text(text)):
+                out[row, int(hashlib.blake2b(word.encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1.0
+            out[row, -1] += 0.05
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def stats(self) -> _Stats:
+        return _Stats(self.encoded)
+
+
+Reply = dict[str, Any] | ToolCall | LLMError | str
+
+
+class Router:
+    """Answers each call by its kind: pre-retrieval, self-query, or the next planner reply in order."""
+
+    def __init__(
+        self,
+        planner: Sequence[Reply],
+        *,
+        entities: list[dict[str, Any]] | None = None,
+        self_query: Callable[[str], dict[str, Any]] | None = None,
+    ) -> None:
+        self.planner = list(planner)
+        self.entities = entities if entities is not None else [{"name": "fridge", "attributes": ["isOpen"]}]
+        self.self_query = self_query or (lambda thought: {"queries": []})
+        self.prompts: list[list[Message]] = []
+
+    def __call__(self, messages: list[Message]) -> Reply:
+        system = messages[0].content
+        if system.startswith(PRE):
+            return {"entities": self.entities}
+        if system.startswith(SELF):
+            thought = messages[-1].content.split("Thought: ", 1)[1]
+            return self.self_query(thought)
+        assert system.startswith(PLANNER)
+        self.prompts.append(messages)
+        if not self.planner:
+            return {"thought": "wait", "action": "getvisibleobjects", "argument": ""}
+        return self.planner.pop(0)
+
+
+def act(action: str, argument: str = "", thought: str = "next") -> dict[str, str]:
+    return {"thought": thought, "action": action, "argument": argument}
+
+
+def run(
+    kind: str,
+    router: Router,
+    task_id: str = "easy_02",
+    *,
+    distractors: int = 0,
+    native: bool = False,
+    max_steps: int = 6,
+) -> tuple[EpisodeResult, ScriptedChatModel]:
+    model = ScriptedChatModel([router] * 100, supports_tools=native)
+    agent = EmbodiedPlanner(model, kind, embedder=WordEmbedder(), config=PlannerConfig(max_steps=max_steps))
+    result = agent.run(HouseholdEnv("l_shape", 0, distractors), get_task(task_id))
+    return result, model
+
+
+def prompt_graph(messages: list[Message]) -> dict[str, Any]:
+    """The scene-graph JSON shown in a planner prompt."""
+    text = messages[-1].content
+    start = text.index('{"nodes"')
+    return json.loads(text[start : text.index("\n", start)] if "\n" in text[start:] else text[start:])
+
+
+# -- pre-retrieval and self-query -------------------------------------------------------------------------
+def test_pre_retrieval_cleans_the_reply() -> None:
+    reply = {
+        "entities": [
+            {"name": "  Frying   pan ", "attributes": ["ISCOOKED", "isHot", "temperature"]},
+            {"name": "frying pan", "attributes": ["isDirty"]},
+            {"name": "", "attributes": []},
+            {"name": "stove knob", "attributes": ["isToggled"]},
+        ]
+    }
+    model = ScriptedChatModel([reply, {"entities": [{"name": " ", "attributes": []}]}])
+    pre = PreRetriever(model, ATTRIBUTE_NAMES).run("Cook an egg.")
+    assert [(e.name, e.attributes) for e in pre.entities] == [
+        ("Frying pan", ("isCooked", "temperature", "isDirty")),
+        ("stove knob", ("isToggled",)),
+    ]
+    assert not pre.fallback and pre.usage.input_tokens > 0
+    schema = model.calls[0].response_schema
+    assert schema is not None and "isCooked" in json.dumps(schema)
+    fallback = PreRetriever(model, ATTRIBUTE_NAMES).run("Cook an egg.")
+    assert fallback.fallback and [e.name for e in fallback.entities] == ["Cook an egg."]
+    with pytest.raises(EmbodiedConfigError):
+        PreRetriever(model, ())
+
+
+def test_self_query_builds_typed_filters() -> None:
+    from scenerag.sim.household import SceneGraphTracker
+
+    graph, _ = SceneGraphTracker(HouseholdEnv("l_shape", 0, 0)).update()
+    reply = {
+        "queries": [
+            {
+                "entity": "mug",
+                "conditions": [
+                    {"attribute": "isdirty", "value": "true"},
+                    {"attribute": "temperature", "value": "roomtemp"},
+                    {"attribute": "distance", "value": 1},
+                ],
+                "attributes": ["isDirty", "nonsense"],
+            },
+            {"entity": "faucet", "conditions": [], "attributes": ["isToggled"]},
+        ]
+    }
+    model = ScriptedChatModel([reply])
+    filterable = [a for a in ATTRIBUTE_NAMES if a != "distance"]
+    querier = SelfQuerier(model, ATTRIBUTE_NAMES, filterable=filterable)
+    result = querier.run("The mug is dirty; rinse it at the faucet.", "Clean the mug.", graph)
+    mug, faucet = result.queries
+    assert mug.text == "mug" and mug.filter == {"isDirty": True, "temperature": "RoomTemp"}
+    assert mug.attributes == ("isDirty",) and mug.source == "self-query"
+    assert faucet.filter is None and faucet.attributes == ("isToggled",)
+    assert querier.run("   ", "Clean the mug.").queries == []  # no call for an empty thought
+    assert len(model.calls) == 1
+
+
+# -- agents -----------------------------------------------------------------------------------------------
+def test_strict_agents_are_never_offered_the_full_graph() -> None:
+    for kind in AgentKind:
+        actions = allowed_actions(kind)
+        assert ("getdiscoveredobjects" in actions) == kind.may_request_full_graph
+        assert actions[-1] == "done"
+    router = Router([act("search", "Fridge"), act("open", "Fridge_1")])
+    result, model = run("embodiedrag-strict", router)
+    assert result.success and result.full_graph_requests == 0
+    planner_calls = [c for c in model.calls if c.messages[0].content.startswith(PLANNER)]
+    for call in planner_calls:
+        assert call.response_schema is not None
+        assert "getdiscoveredobjects" not in json.dumps(call.response_schema)
+        assert "getdiscoveredobjects" not in call.messages[0].content
+
+
+def test_native_strict_agent_refuses_a_full_graph_call() -> None:
+    router = Router(
+        [
+            ToolCall("", "getdiscoveredobjects", {}),
+            "I should look around first.",  # text without a tool call: fed back as an invalid reply
+            ToolCall("", "search", {"query": "Fridge"}),
+            ToolCall("", "open", {"object_id": "Fridge_1"}),
+        ]
+    )
+    result, model = run("embodiedrag-strict", router, native=True)
+    assert result.success and result.steps == 4 and result.invalid_replies == 1
+    assert "no action" in result.trajectory[1].observation
+    assert result.refused_full_graph_requests == 1 and result.full_graph_requests == 0
+    assert "not available" in result.trajectory[0].observation
+    first_tools = [t.name for t in model.calls[1].tools]
+    assert "getdiscoveredobjects" not in first_tools and "done" in first_tools
+
+
+def test_embodiedrag_may_request_the_full_graph_and_it_is_counted() -> None:
+    router = Router([act("getdiscoveredobjects"), act("search", "Fridge"), act("open", "Fridge_1")])
+    result, _ = run("embodiedrag", router, distractors=290)
+    assert result.success and result.full_graph_requests == 1
+    second = router.prompts[1][-1].content
+    assert "Full scene graph (48 discovered objects)" in second
+    assert second.count('"class":') > 48  # every discovered object, the room, places and the robot
+
+
+def test_full_mem_shows_everything_and_rag_only_the_task_subgraph() -> None:
+    full_router = Router([act("search", "Fridge"), act("open", "Fridge_1")])
+    full, _ = run("full-mem", full_router, distractors=290)
+    rag_router = Router([act("search", "Fridge"), act("open", "Fridge_1")])
+    rag, _ = run("embodiedrag-strict", rag_router, distractors=290)
+    assert full.success and rag.success
+    full_graph = prompt_graph(full_router.prompts[1])
+    rag_graph = prompt_graph(rag_router.prompts[1])
+    assert sum(1 for n in full_graph["nodes"] if "objectId" in json.dumps(n) or n["id"][0].isupper()) > 50
+    classes = [n["class"] for n in rag_graph["nodes"]]
+    assert classes.count("Fridge") == 1 and set(classes) <= {"Fridge", "robot"}
+    fridge = next(n for n in rag_graph["nodes"] if n["class"] == "Fridge")
+    assert fridge == {"id": "Fridge_1", "class": "Fridge", "isOpen": False}  # only the relevant attribute
+    assert rag.planner_usage.input_tokens * 5 < full.planner_usage.input_tokens
+    react_router = Router([act("search", "Fridge"), act("open", "Fridge_1")])
+    react, _ = run("react", react_router)
+    assert "not shown" in react_router.prompts[0][-1].content and react.success
+
+
+def test_token_accounting_uses_provider_usage() -> None:
+    router = Router([act("search", "Fridge", "find it"), act("open", "Fridge_1", "open it")])
+    result, model = run("embodiedrag-feedback", router)
+    assert result.success and result.steps == 2
+    by_kind: dict[str, int] = {PLANNER: 0, PRE: 0, SELF: 0}
+    for call in model.calls:
+        prefix = next(p for p in by_kind if call.messages[0].content.startswith(p))
+        rendered = "\n".join(f"{m.role}: {m.content}" for m in call.messages)
+        by_kind[prefix] += estimate_tokens(rendered)  # what the scripted provider reports as input
+    assert result.planner_usage.input_tokens == by_kind[PLANNER]
+    assert result.retrieval_usage.input_tokens == by_kind[PRE] + by_kind[SELF]
+    assert result.planner_usage.input_tokens == sum(s.input_tokens for s in result.trajectory)
+    assert result.total_tokens == result.planner_tokens + result.retrieval_usage.total_tokens
+    # one self-query per step except the last (the task was done)
+    assert sum(1 for c in model.calls if c.messages[0].content.startswith(SELF)) == 1
+
+
+def test_self_query_feedback_adds_entities_to_the_next_subgraph() -> None:
+    def kettle_query(thought: str) -> dict[str, Any]:
+        wanted = "kettle" in thought.lower()
+        return {
+            "queries": [{"entity": "kettle", "conditions": [], "attributes": ["isFilledWithLiquid"]}] * wanted
+        }
+
+    plan = [act("getvisibleobjects", thought="First I check the kettle."), act("search", "Fridge")]
+    feedback_router = Router(list(plan), self_query=kettle_query)
+    feedback, _ = run("embodiedrag-feedback", feedback_router, max_steps=2)
+    strict_router = Router(list(plan), self_query=kettle_query)
+    run("embodiedrag-strict", strict_router, max_steps=2)
+    first = {n["class"] for n in prompt_graph(feedback_router.prompts[0])["nodes"]}
+    second = prompt_graph(feedback_router.prompts[1])["nodes"]
+    assert "Kettle" not in first
+    kettle = next(n for n in second if n["class"] == "Kettle")
+    assert set(kettle) == {"id", "class", "in", "isFilledWithLiquid"}
+    holder = next(n for n in second if n["id"] == kettle["in"])  # its receptacle joined as a connector
+    assert set(holder) <= {"id", "class", "in", "isOpen"}
+    assert "Kettle" not in {n["class"] for n in prompt_graph(strict_router.prompts[1])["nodes"]}
+    assert feedback.trajectory[0].self_queries[0]["entity"] == "kettle"
+
+
+def test_index_updates_incrementally_during_the_episode() -> None:
+    router = Router([act("search", "Fridge"), act("open", "Fridge_1")])
+    result, _ = run("embodiedrag-strict", router)
+    search, opened = (step.index_update for step in result.trajectory)
+    assert search is not None and opened is not None
+    assert search["added"] > 0 and search["texts_embedded"] == search["added"]
+    assert opened["reembedded"] == 0 and opened["metadata_only"] >= 1
+    assert opened["texts_embedded"] == opened["added"]
+    # the retrieved subgraph followed the change: the fridge shows as open once opened
+    final = [n for n in prompt_graph(router.prompts[-1])["nodes"] if n["class"] == "Fridge"]
+    assert final and final[0]["isOpen"] is False  # the prompt before the open action
+    assert result.required_retrieved_first == [] and result.required_retrieved_ever == ["Fridge"]
+    assert result.recall_first == 0.0 and result.recall_after_feedback == 1.0
+    assert result.required_discovered_first == [] and result.recall_first_discovered is None
+
+
+def test_failures_are_fed_back_and_done_is_checked() -> None:
+    router = Router(
+        [act("done"), act("pickup", "Fridge_1"), act("search", "Fridge"), act("pickup", "Fridge_1")]
+    )
+    result, _ = run("embodiedrag-strict", router, max_steps=4)
+    assert not result.success and result.steps == 4 and result.failed_actions == 3
+    assert "not complete yet" in router.prompts[1][-1].content
+    assert (
+        "FAILED" in router.prompts[2][-1].content
+        and "no discovered object 'Fridge_1'" in router.prompts[2][-1].content
+    )
+    assert "cannot be picked up" in result.trajectory[3].observation
+
+
+def test_done_ends_a_completed_task_without_auto_stop() -> None:
+    model = ScriptedChatModel(
+        [Router([act("search", "Fridge"), act("open", "Fridge_1"), act("done")])] * 10, supports_tools=False
+    )
+    agent = EmbodiedPlanner(
+        model, "embodiedrag", embedder=WordEmbedder(), config=PlannerConfig(stop_on_success=False)
+    )
+    result = agent.run(HouseholdEnv("l_shape", 0, 0), get_task("easy_02"))
+    assert result.success and result.done_declared and result.steps == 3
+
+
+def test_invalid_replies_and_fatal_errors() -> None:
+    router = Router(['{"thought": "hmm"}', act("search", "Fridge"), act("open", "Fridge_1")])
+    result, _ = run("embodiedrag-strict", router)
+    assert result.success and result.invalid_replies == 1
+    assert "could not be used" in router.prompts[1][-1].content
+    overflow = Router([LLMError("context_overflow", "prompt too long")])
+    failed, _ = run("full-mem", overflow)
+    assert not failed.success and failed.steps == 0 and "context_overflow" in (failed.error or "")
+    shown = overflow.prompts[0]
+    assert failed.overflow_prompt_tokens == count_prompt_tokens(shown, estimate_tokens)
+    assert failed.planner_usage.input_tokens == 0  # nothing was sent, nothing is charged
+    row = summarize([failed])[0]
+    assert row.context_overflows == 1 and row.mean_overflow_prompt_tokens == failed.overflow_prompt_tokens
+
+
+def test_retrieving_agents_need_an_embedder_and_known_names() -> None:
+    model = ScriptedChatModel([])
+    with pytest.raises(EmbodiedConfigError, match="embedder"):
+        EmbodiedPlanner(model, "embodiedrag")
+    with pytest.raises(EmbodiedConfigError, match="unknown agent"):
+        EmbodiedPlanner(model, "rag-plus", embedder=WordEmbedder())
+    with pytest.raises(EmbodiedConfigError):
+        PlannerConfig(max_steps=0)
+    assert EmbodiedPlanner(model, "REACT").name == "react"
+
+
+def test_prompt_token_count_includes_the_chat_template() -> None:
+    messages = [Message.system("a b c"), Message.user("d")]
+    assert count_prompt_tokens(messages, lambda text: len(text.split())) == 3 + 1 + 2 * 5 + 3
+
+
+def test_history_shows_recent_thoughts_only_and_flags_repeats() -> None:
+    router = Router(
+        [
+            act("search", "Fridge", "look for the fridge"),
+            act("search", "Fridge", "look again"),
+            act("open", "Fridge_1", "open it"),
+        ]
+    )
+    model = ScriptedChatModel([router] * 10, supports_tools=False)
+    agent = EmbodiedPlanner(model, "full-mem", config=PlannerConfig(history_thoughts=1))
+    result = agent.run(HouseholdEnv("l_shape", 0, 0), get_task("easy_02"))
+    assert result.success and result.steps == 3
+    second, third = router.prompts[1][-1].content, router.prompts[2][-1].content
+    assert "thought: look for the fridge" in second and "(You just did exactly this" not in second
+    assert "look for the fridge" not in third and "thought: look again" in third
+    assert "(You just did exactly this and it changed nothing" in third
+    assert result.trajectory[0].graph_changed and not result.trajectory[1].graph_changed
+    # the current state comes last, after the history
+    assert third.index("Previous steps") < third.index("Robot: at") < third.index("Scene graph")
+
+    silent = Router([act("search", "Fridge", "look for the fridge"), act("open", "Fridge_1", "open it")])
+    run("embodiedrag-strict", silent)  # default: no thoughts in the history
+    assert "thought:" not in silent.prompts[1][-1].content

@@ -1,0 +1,183 @@
+"""The EmbodiedRAG benchmark runner: task selection, episodes over agents and distractor settings with a
+scripted model, per-agent summaries, and token counts of the prompts replayed along the oracle's plan."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scenerag.agents.embodied import (
+    BenchmarkConfig,
+    EmbodiedConfigError,
+    EpisodeResult,
+    PlannerConfig,
+    PreRetrieval,
+    format_summary,
+    measure_replayed_tokens,
+    run_benchmark,
+    select_tasks,
+    summarize,
+)
+from scenerag.agents.embodied.decisions import count_prompt_tokens
+from scenerag.agents.embodied.pre_retrieval import EntitySpec
+from scenerag.llm import Message, ScriptedChatModel
+from scenerag.llm.base import estimate_tokens
+from scenerag.retrieval.documents import label_text
+from scenerag.sim.household import UnknownTaskError, get_task
+
+
+class WordEmbedder:
+    """Deterministic bag-of-words embedder (identical label texts score 1.0)."""
+
+    name = "test-words"
+    dim = 256
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = 64, progress: object = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", label_text(text)):
+                out[row, int(hashlib.blake2b(word.encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1.0
+            out[row, -1] += 0.05
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_select_tasks() -> None:
+    assert [t.task_id for t in select_tasks("easy:2")] == ["easy_01", "easy_02"]
+    assert [t.task_id for t in select_tasks("hard_03, easy_01,hard_03")] == ["hard_03", "easy_01"]
+    assert len(select_tasks("hard")) == 20 and len(select_tasks(None)) == 40
+    assert [t.task_id for t in select_tasks(["easy:1", "hard:1"])] == ["easy_01", "hard_01"]
+    with pytest.raises(UnknownTaskError):
+        select_tasks("easy_99")
+    with pytest.raises(EmbodiedConfigError):
+        select_tasks("easy:x")
+    with pytest.raises(EmbodiedConfigError):
+        select_tasks(" , ")
+
+
+def fridge_opener(messages: list[Message]) -> dict[str, Any]:
+    """Pre-retrieval: the fridge; planner: search it, then open it; self-query: nothing new."""
+    system, user = messages[0].content, messages[-1].content
+    if system.startswith("You prepare the memory"):
+        return {"entities": [{"name": "fridge", "attributes": ["isOpen"]}]}
+    if system.startswith("You turn the latest thought"):
+        return {"queries": []}
+    if "Found Fridge_1" in user:
+        return {"thought": "open it", "action": "open", "argument": "Fridge_1"}
+    return {"thought": "find the fridge", "action": "search", "argument": "Fridge"}
+
+
+def test_benchmark_runs_every_agent_and_summarises() -> None:
+    model = ScriptedChatModel([fridge_opener] * 200, supports_tools=False)
+    config = BenchmarkConfig(tasks="easy_02", distractors=(0, 290), planner=PlannerConfig(max_steps=4))
+    lines: list[str] = []
+    report = run_benchmark(config, model, WordEmbedder(), progress=lines.append)
+    assert len(report.episodes) == 10
+    assert all(e.success and e.steps == 2 for e in report.episodes)
+    pre_calls = [c for c in model.calls if c.messages[0].content.startswith("You prepare the memory")]
+    assert len(pre_calls) == 1  # one pre-retrieval per task instruction, reused
+    assert list(report.pre_retrievals) == ["Open the fridge."]
+    for e in report.episodes:
+        charged = e.retrieval_usage.input_tokens
+        assert (charged > 0) == (e.agent.startswith("embodiedrag"))
+    rows = summarize(report.episodes)
+    assert [(r.agent, r.n_distractors) for r in rows][:2] == [("react", 0), ("full-mem", 0)]
+    by_key = {(r.agent, r.n_distractors): r for r in rows}
+    assert (
+        by_key[("full-mem", 290)].mean_planner_tokens
+        > 5 * by_key[("embodiedrag-strict", 290)].mean_planner_tokens
+    )
+    assert by_key[("embodiedrag-strict", 0)].recall_after_feedback == 1.0
+    assert by_key[("react", 0)].recall_first is None and by_key[("react", 0)].success_hard is None
+    assert by_key[("react", 0)].success_easy == 1.0
+    table = format_summary(rows)
+    assert table.count("\n") == 10 and "embodiedrag-feedback" in table
+    assert any("pre-retrieval easy_02: fridge" in line for line in lines)
+    assert sum("easy_02 react step 1: search(Fridge) ok" in line for line in lines) == 2  # both settings
+    dumped = json.loads(json.dumps(report.to_dict(trajectories=True), default=str))
+    assert dumped["episodes"][0]["trajectory"][0]["action"] == "search"
+    assert len(dumped["summary"]) == 10
+    reloaded = [EpisodeResult.from_dict(e) for e in dumped["episodes"]]
+    assert [e.to_dict() for e in reloaded] == dumped["episodes"]
+    assert summarize(reloaded) == rows
+
+
+def test_retrieving_agents_need_an_embedder() -> None:
+    with pytest.raises(EmbodiedConfigError, match="embedder"):
+        run_benchmark(BenchmarkConfig(agents=["embodiedrag"]), ScriptedChatModel([]))
+
+
+def test_replayed_prompts_measure_the_token_reduction() -> None:
+    task = get_task("hard_01")
+    pre = PreRetrieval(
+        task.instruction,
+        [
+            EntitySpec("egg", ("isCooked",)),
+            EntitySpec("pan", ()),
+            EntitySpec("stove burner", ("isToggled",)),
+            EntitySpec("stove knob", ("isToggled",)),
+            EntitySpec("fridge", ("isOpen",)),
+        ],
+    )
+    model = ScriptedChatModel([])  # never called: pre-retrieval is given, decisions are replayed
+    results = measure_replayed_tokens(
+        model,
+        task,
+        ["full-mem", "embodiedrag-strict"],
+        embedder=WordEmbedder(),
+        pre_retrieval=pre,
+        n_distractors=1135,
+        count_tokens=estimate_tokens,
+    )
+    full, strict = results["full-mem"], results["embodiedrag-strict"]
+    assert full.success and strict.success and full.steps == strict.steps > 5
+    assert model.calls == []
+    assert full.planner_usage.input_tokens >= 10 * strict.planner_usage.input_tokens
+    assert strict.recall_after_feedback == 1.0
+    assert all(s.input_tokens > 0 and s.output_tokens > 0 for s in strict.trajectory)
+    assert strict.retrieval_usage == pre.usage  # the given pre-retrieval's (zero) usage is charged
+    with pytest.raises(EmbodiedConfigError, match="replayed"):
+        measure_replayed_tokens(
+            model, task, ["embodiedrag-feedback"], embedder=WordEmbedder(), pre_retrieval=pre
+        )
+
+
+def test_replay_counts_exactly_the_prompts_shown() -> None:
+    from scenerag.agents.embodied import EmbodiedPlanner, ReplayDecider
+    from scenerag.sim.household import HouseholdEnv
+
+    seen: list[list[Message]] = []
+
+    class Recording(ReplayDecider):
+        def decide(self, messages: list[Message], actions: Sequence[str]) -> Any:
+            seen.append(messages)
+            return super().decide(messages, actions)
+
+    decider = Recording(
+        [("search", {"query": "Fridge"}), ("open", {"object_id": "Fridge_1"})], estimate_tokens
+    )
+    agent = EmbodiedPlanner(ScriptedChatModel([]), "full-mem", decider=decider)
+    result = agent.run(HouseholdEnv("l_shape", 0, 0), get_task("easy_02"))
+    assert result.success and len(seen) == 2
+    assert result.planner_usage.input_tokens == sum(count_prompt_tokens(m, estimate_tokens) for m in seen)
+
+
+def test_oracle_pre_retrieval_names_required_types_and_tested_attributes() -> None:
+    from scenerag.agents.embodied.runner import required_types_pre_retrieval
+
+    chill = required_types_pre_retrieval(get_task("hard_07"))
+    assert [(e.name, e.attributes) for e in chill.entities] == [
+        ("apple", ("temperature",)),
+        ("fridge", ()),
+        ("plate", ()),
+    ]
+    store = {e.name: e.attributes for e in required_types_pre_retrieval(get_task("hard_15")).entities}
+    assert store == {"bread": (), "cabinet": ("isOpen",)}
+    soap = {e.name: e.attributes for e in required_types_pre_retrieval(get_task("hard_19")).entities}
+    assert soap["soap bottle"] == ("isUsedUp",) and soap["garbage can"] == ()
+    assert chill.usage.total_tokens == 0
