@@ -185,11 +185,12 @@ class LLMDecomposer:
             target = self.rules.decompose(query).target_object
         level = None
         if floor:
-            phrase = (
-                floor
-                if any(w in floor.lower() for w in ("floor", "level", "storey", "story"))
-                else f"{floor} floor"
-            )
+            if floor.isdigit():
+                phrase = f"floor {floor}"
+            elif any(w in floor.lower() for w in ("floor", "level", "storey", "story")):
+                phrase = floor
+            else:
+                phrase = f"{floor} floor"
             level = parse_floor_level(phrase, self.n_floors)
         decomposition = QueryDecomposition(
             query=query.strip(),
@@ -213,7 +214,8 @@ class HierarchicalRAGConfig:
 
     ``decomposition``: ``llm`` (the paper) or ``rules`` (deterministic, no LLM call); ``select_with_llm``:
     the LLM picks the grounded object from the context (False: the retriever's best, the paper's "w/o RAG");
-    ``max_*``: how much of the retrieved context goes into the prompt; ``*_chars``: text cut per item.
+    ``max_*``: how much of the retrieved context goes into the prompt; ``*_chars``: text cut per item;
+    ``selection_thought``: let the model write a short thought before its choice (slower on small models).
     """
 
     decomposition: Decomposition = "llm"
@@ -227,6 +229,7 @@ class HierarchicalRAGConfig:
     description_chars: int = 110
     max_reply_tokens: int = 256
     max_corrections: int = 1
+    selection_thought: bool = False
 
     def __post_init__(self) -> None:
         if self.decomposition not in ("llm", "rules"):
@@ -265,9 +268,21 @@ class GroundingResult:
 
 SELECTION_PROMPT = (
     "You ground a request in a robot's 3D scene graph: from the retrieved candidates pick the one object the "
-    "request refers to. Use the rooms, floors, colours, sizes and the distances to the anchor objects. Reply "
-    'with JSON {"thought": "<one short sentence>", "object": "<symbol>"}.'
+    "request refers to. Use the rooms, floors, colours, sizes and the distances to the anchor objects."
 )
+
+
+def selection_schema(candidates: list[str], thought: bool) -> dict[str, Any]:
+    """The selection reply: ``{"object": <one of candidates>}``, with a short ``thought`` first if asked."""
+    properties: dict[str, Any] = {"object": {"type": "string", "enum": candidates}}
+    if thought:
+        properties = {"thought": {"type": "string"}, **properties}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def _cut(text: str, limit: int) -> str:
@@ -412,17 +427,14 @@ class HierarchicalRAG:
         candidates = ranked[: self.config.max_objects]
         if self.config.select_with_llm and len(candidates) > 1:
             assert self.model is not None
-            schema = {
-                "type": "object",
-                "properties": {
-                    "thought": {"type": "string"},
-                    "object": {"type": "string", "enum": candidates},
-                },
-                "required": ["thought", "object"],
-                "additionalProperties": False,
-            }
+            schema = selection_schema(candidates, self.config.selection_thought)
+            reply = (
+                '{"thought": "<one short sentence>", "object": "<symbol>"}'
+                if self.config.selection_thought
+                else '{"object": "<symbol>"}'
+            )
             messages = [
-                Message.system(SELECTION_PROMPT),
+                Message.system(f"{SELECTION_PROMPT} Reply with JSON {reply}."),
                 Message.user(f"{self.context_text(context)}\n\nRequest: {query}"),
             ]
             try:
@@ -527,4 +539,5 @@ __all__ = [
     "HierarchicalRAGConfig",
     "HierarchicalRAGError",
     "LLMDecomposer",
+    "selection_schema",
 ]
