@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,18 +36,21 @@ from scenerag.agents.embodied import (
     BenchmarkConfig,
     EpisodeResult,
     PlannerConfig,
-    PreRetriever,
     format_summary,
-    measure_replayed_tokens,
     run_benchmark,
     select_tasks,
     summarize,
 )
-from scenerag.agents.embodied.runner import bench_models, required_types_pre_retrieval
+from scenerag.agents.embodied.runner import (
+    REPLAY_AGENTS,
+    bench_models,
+    episode_token_ratios,
+    format_ratios,
+    format_replay,
+    run_replay_bench,
+)
 from scenerag.retrieval import make_embedder
-from scenerag.sim.household import ATTRIBUTE_NAMES, DISTRACTOR_SETTINGS, LAYOUT_STYLES
-
-REPLAY_AGENTS = (AgentKind.FULL_MEM, AgentKind.EMBODIED_RAG, AgentKind.STRICT)
+from scenerag.sim.household import DISTRACTOR_SETTINGS
 
 
 def log(text: str) -> None:
@@ -85,76 +87,28 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
     )
     print()
     print(format_summary(summarize(report.episodes)))
+    for line in format_ratios(
+        episode_token_ratios(report.episodes), "full-mem / embodiedrag-strict planner tokens (provider usage)"
+    ):
+        print(line)
     return report.to_dict(trajectories=True)
 
 
 def replay_mode(args: argparse.Namespace) -> dict[str, object]:
-    planner_model, retrieval_model = bench_models(args.model)
-    embedder = make_embedder("minilm", threads=1)
-    agents = [AgentKind(a) for a in args.agents] if args.agents_given else list(REPLAY_AGENTS)
-    pre_retriever = PreRetriever(retrieval_model, ATTRIBUTE_NAMES)
-    window = planner_model.context_window
-    rows: list[dict[str, object]] = []
-    ratios: dict[int, list[float]] = {}
-    for index, task in enumerate(select_tasks(args.tasks)):
-        if args.pre_retrieval == "llm":
-            pre = pre_retriever.run(task.instruction)
-        else:
-            pre = required_types_pre_retrieval(task)
-        log(
-            f"{task.task_id} pre-retrieval ({pre.seconds:.0f} s): {[(e.name, list(e.attributes)) for e in pre.entities]}"
-        )
-        style = args.style or LAYOUT_STYLES[index % len(LAYOUT_STYLES)]
-        for n in args.distractors:
-            results = measure_replayed_tokens(
-                planner_model,
-                task,
-                agents,
-                embedder=embedder,
-                pre_retrieval=pre,
-                style=style,
-                seed=args.seed,
-                n_distractors=n,
-            )
-            for agent, episode in results.items():
-                prompts = [s.input_tokens for s in episode.trajectory]
-                row = {
-                    "task": task.task_id,
-                    "distractors": n,
-                    "agent": agent,
-                    "steps": episode.steps,
-                    "success": episode.success,
-                    "input_tokens": episode.planner_usage.input_tokens,
-                    "output_tokens": episode.planner_usage.output_tokens,
-                    "max_prompt": max(prompts),
-                    "over_context": sum(p > window for p in prompts),
-                    "recall_first": episode.recall_first,
-                    "recall_env_feedback": episode.recall_after_feedback,
-                    "pre_retrieval_tokens": episode.retrieval_usage.total_tokens,
-                }
-                rows.append(row)
-                recall = (
-                    ""
-                    if episode.recall_first is None
-                    else (f" recall {episode.recall_first:.2f} -> {episode.recall_after_feedback:.2f}")
-                )
-                log(
-                    f"  d={n:4d} {agent:19s} steps {episode.steps:2d} input tokens {row['input_tokens']:8d} "
-                    f"max prompt {row['max_prompt']:6d} over {window}: {row['over_context']:2d}{recall}"
-                )
-            if "full-mem" in results and "embodiedrag-strict" in results:
-                full = results["full-mem"].planner_usage.total_tokens
-                strict = results["embodiedrag-strict"].planner_usage.total_tokens
-                ratios.setdefault(n, []).append(full / strict)
-                log(f"  d={n:4d} full-mem / strict planner tokens: {full / strict:.1f}x")
+    agents = args.agents if args.agents_given else [k.value for k in REPLAY_AGENTS]
+    report = run_replay_bench(
+        args.tasks,
+        model_spec=args.model,
+        agents=agents,
+        distractors=args.distractors,
+        pre_retrieval=args.pre_retrieval,
+        style=args.style,
+        seed=args.seed,
+        progress=log,
+    )
     print()
-    for n, values in ratios.items():
-        print(
-            f"distractors {n:4d}: full-mem / embodiedrag-strict cumulative planner tokens, median "
-            f"{statistics.median(values):.1f}x (min {min(values):.1f}x, max {max(values):.1f}x, "
-            f"n={len(values)} tasks; counted with {planner_model.name}'s tokenizer)"
-        )
-    return {"rows": rows, "context_window": window, "model": planner_model.name}
+    print(format_replay(report))
+    return report.to_dict()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -181,3 +181,110 @@ def test_oracle_pre_retrieval_names_required_types_and_tested_attributes() -> No
     soap = {e.name: e.attributes for e in required_types_pre_retrieval(get_task("hard_19")).entities}
     assert soap["soap bottle"] == ("isUsedUp",) and soap["garbage can"] == ()
     assert chill.usage.total_tokens == 0
+
+
+def test_replay_benchmark_reports_ratios_per_distractor_setting() -> None:
+    from scenerag.agents.embodied.runner import format_replay, replay_benchmark
+
+    model = ScriptedChatModel([])  # required-types pre-retrieval and replayed decisions: never called
+    lines: list[str] = []
+    report = replay_benchmark(
+        model,
+        "easy_02,easy_17",
+        embedder=WordEmbedder(),
+        distractors=(0, 1135),
+        pre_retrieval="required-types",
+        count_tokens=estimate_tokens,
+        progress=lines.append,
+    )
+    assert model.calls == []
+    assert len(report.rows) == 2 * 2 * 3  # tasks x settings x (full-mem, embodiedrag, strict)
+    assert all(r.success for r in report.rows)
+    ratios = report.ratios()
+    assert sorted(ratios) == [0, 1135] and all(len(v) == 2 for v in ratios.values())
+    by_key = {(r.task_id, r.n_distractors, r.agent): r for r in report.rows}
+    full, strict = by_key[("easy_02", 1135, "full-mem")], by_key[("easy_02", 1135, "embodiedrag-strict")]
+    assert full.planner_tokens / strict.planner_tokens in ratios[1135]
+    assert min(ratios[1135]) > max(ratios[0])  # distractors grow the full graph, not the subgraph
+    assert min(ratios[1135]) >= 10
+    assert strict.recall_after_feedback == 1.0 and full.recall_first is None
+    dumped = report.to_dict()
+    assert dumped["pre_retrieval"] == "required-types"
+    assert dumped["full_mem_over_strict"]["1135"]["tasks"] == 2
+    assert dumped["pre_retrievals"]["easy_02"]["entities"][0]["name"] == "fridge"
+    text = format_replay(report)
+    assert "distractors 1135: full-mem / embodiedrag-strict" in text and "scripted" in text
+    assert any(line.startswith("easy_17 pre-retrieval (required-types") for line in lines)
+    with pytest.raises(EmbodiedConfigError, match="pre-retrieval"):
+        replay_benchmark(model, "easy_02", embedder=WordEmbedder(), pre_retrieval="guess")
+
+
+def test_episode_token_ratios_pair_agents_by_task_and_setting() -> None:
+    from scenerag.agents.embodied.runner import episode_token_ratios, format_ratios
+    from scenerag.llm.base import Usage
+
+    def episode(task: str, agent: str, n: int, tokens: int) -> EpisodeResult:
+        return EpisodeResult(task, "easy", "x", agent, "m", "l_shape", n, planner_usage=Usage(tokens, 0))
+
+    episodes = [
+        episode("easy_01", "full-mem", 1135, 3000),
+        episode("easy_01", "embodiedrag-strict", 1135, 100),
+        episode("easy_02", "full-mem", 1135, 1000),
+        episode("easy_02", "embodiedrag-strict", 1135, 200),
+        episode("easy_03", "full-mem", 1135, 999),  # no strict episode: not paired
+        episode("easy_01", "full-mem", 0, 400),
+        episode("easy_01", "embodiedrag-strict", 0, 0),  # no tokens: no ratio
+    ]
+    assert episode_token_ratios(episodes) == {1135: [30.0, 5.0]}
+    assert format_ratios({1135: [30.0, 5.0]}, "r") == [
+        "distractors 1135: r: median 17.5x (min 5.0x, max 30.0x, 2 tasks)"
+    ]
+
+
+def test_cli_bench_embodied_replay_and_episodes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import scenerag.agents.embodied.runner as runner
+    import scenerag.retrieval.embeddings as embeddings
+    from scenerag.cli import app
+
+    monkeypatch.setattr(embeddings, "make_embedder", lambda *a, **k: WordEmbedder())
+    cli = CliRunner()
+    out = tmp_path / "replay.json"
+    result = cli.invoke(
+        app,
+        [
+            "bench", "embodied", "--mode", "replay", "--llm", "scripted", "--pre-retrieval",
+            "required-types", "--tasks", "easy", "--limit", "1", "-d", "1135", "--out", str(out),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "full-mem / embodiedrag-strict planner tokens: median" in result.output
+    data = json.loads(out.read_text())
+    assert {r["task_id"] for r in data["rows"]} == {"easy_01"}
+    assert {r["agent"] for r in data["rows"]} == {"full-mem", "embodiedrag", "embodiedrag-strict"}
+    assert data["full_mem_over_strict"]["1135"]["median"] >= 10
+
+    model = ScriptedChatModel([fridge_opener] * 50, supports_tools=False)
+    monkeypatch.setattr(runner, "bench_models", lambda spec=None: (model, model))
+    out = tmp_path / "episodes.json"
+    result = cli.invoke(
+        app,
+        [
+            "bench", "embodied", "--agents", "full-mem,embodiedrag-strict", "--tasks", "easy_02",
+            "-d", "0,290", "--max-steps", "3", "--out", str(out),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (
+        "full-graph" in result.output and "distractors  290: full-mem / embodiedrag-strict" in result.output
+    )
+    data = json.loads(out.read_text())
+    assert [(e["agent"], e["n_distractors"], e["success"]) for e in data["episodes"]] == [
+        ("full-mem", 0, True),
+        ("embodiedrag-strict", 0, True),
+        ("full-mem", 290, True),
+        ("embodiedrag-strict", 290, True),
+    ]
+    bad = cli.invoke(app, ["bench", "embodied", "-d", "100", "--llm", "scripted"])
+    assert bad.exit_code != 0 and "distractors" in bad.output

@@ -223,6 +223,7 @@ class AgentSummary:
     mean_planner_s_per_step: float | None
     mean_step_s: float | None
     mean_planner_tokens: float
+    median_planner_tokens: float
     mean_total_tokens: float
     mean_full_graph_requests: float
     recall_first: float | None
@@ -256,6 +257,7 @@ def summarize(episodes: Sequence[EpisodeResult]) -> list[AgentSummary]:
                 mean_planner_s_per_step=_mean(s.planner_s for s in steps),
                 mean_step_s=_mean(s.step_s for s in steps),
                 mean_planner_tokens=statistics.fmean(e.planner_tokens for e in group),
+                median_planner_tokens=statistics.median(e.planner_tokens for e in group),
                 mean_total_tokens=statistics.fmean(e.total_tokens for e in group),
                 mean_full_graph_requests=statistics.fmean(e.full_graph_requests for e in group),
                 recall_first=_mean(e.recall_first for e in group),
@@ -271,6 +273,29 @@ def summarize(episodes: Sequence[EpisodeResult]) -> list[AgentSummary]:
     return rows
 
 
+def episode_token_ratios(
+    episodes: Sequence[EpisodeResult], numerator: str = "full-mem", denominator: str = "embodiedrag-strict"
+) -> dict[int, list[float]]:
+    """Per distractor setting, ``numerator / denominator`` cumulative planner tokens (provider usage) of each
+    (task, layout) played by both agents."""
+    by_key = {(e.task_id, e.layout, e.n_distractors, e.agent): e for e in episodes}
+    out: dict[int, list[float]] = {}
+    for (task_id, layout, n, agent), episode in by_key.items():
+        other = by_key.get((task_id, layout, n, denominator))
+        if agent == numerator and other is not None and other.planner_tokens > 0:
+            out.setdefault(n, []).append(episode.planner_tokens / other.planner_tokens)
+    return dict(sorted(out.items()))
+
+
+def format_ratios(ratios: dict[int, list[float]], what: str) -> list[str]:
+    """One line per distractor setting: median (min, max) of ``ratios``."""
+    return [
+        f"distractors {n:4d}: {what}: median {statistics.median(v):.1f}x "
+        f"(min {min(v):.1f}x, max {max(v):.1f}x, {len(v)} tasks)"
+        for n, v in ratios.items()
+    ]
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -280,15 +305,16 @@ def format_summary(rows: Sequence[AgentSummary]) -> str:
     model's context, with the mean size of that prompt under the model's tokenizer)."""
     header = (
         f"{'agent':21s} {'distr':>5s} {'n':>3s} {'succ easy':>9s} {'succ hard':>9s} {'s/plan step':>11s} "
-        f"{'s/step all':>10s} {'planner tok/ep':>14s} {'total tok/ep':>12s} {'full-graph/ep':>13s} "
-        f"{'recall@1':>8s} {'recall fb':>9s} {'errors':>6s} {'overflows (prompt tok)':>22s}"
+        f"{'s/step all':>10s} {'planner tok/ep':>14s} {'median':>8s} {'total tok/ep':>12s} "
+        f"{'full-graph/ep':>13s} {'recall@1':>8s} {'recall fb':>9s} {'errors':>6s} {'overflows (prompt tok)':>22s}"
     )
     lines = [header]
     for r in rows:
         lines.append(
             f"{r.agent:21s} {r.n_distractors:5d} {r.episodes:3d} {_fmt(r.success_easy, '9.2f')} "
             f"{_fmt(r.success_hard, '9.2f')} {_fmt(r.mean_planner_s_per_step, '11.1f')} "
-            f"{_fmt(r.mean_step_s, '10.1f')} {r.mean_planner_tokens:14.0f} {r.mean_total_tokens:12.0f} "
+            f"{_fmt(r.mean_step_s, '10.1f')} {r.mean_planner_tokens:14.0f} {r.median_planner_tokens:8.0f} "
+            f"{r.mean_total_tokens:12.0f} "
             f"{r.mean_full_graph_requests:13.2f} {_fmt(r.recall_first, '8.2f')} "
             f"{_fmt(r.recall_after_feedback, '9.2f')} {r.errors:6d} "
             f"{r.context_overflows:9d} ({_fmt(r.mean_overflow_prompt_tokens, '.0f'):>9s})"
@@ -352,6 +378,210 @@ def measure_replayed_tokens(
     return out
 
 
+REPLAY_AGENTS: tuple[AgentKind, ...] = (AgentKind.FULL_MEM, AgentKind.EMBODIED_RAG, AgentKind.STRICT)
+
+
+@dataclass
+class ReplayRow:
+    """One agent's replayed episode of one task at one distractor setting (tokens under the model's
+    tokenizer; ``over_context``: prompts longer than the model's context window)."""
+
+    task_id: str
+    difficulty: str
+    layout: str
+    n_distractors: int
+    agent: str
+    steps: int
+    success: bool
+    input_tokens: int
+    output_tokens: int
+    max_prompt: int
+    over_context: int
+    recall_first: float | None
+    recall_after_feedback: float | None
+    pre_retrieval_tokens: int
+
+    @property
+    def planner_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "planner_tokens": self.planner_tokens}
+
+
+@dataclass
+class ReplayReport:
+    """Rows of ``replay_benchmark`` with the counting model's name, context window and how the
+    pre-retrieval was obtained (``llm`` or ``required-types``)."""
+
+    rows: list[ReplayRow]
+    model: str
+    context_window: int | None
+    pre_retrieval: str
+    pre_retrievals: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def ratios(
+        self, numerator: str = "full-mem", denominator: str = "embodiedrag-strict"
+    ) -> dict[int, list[float]]:
+        """Per distractor setting, ``numerator / denominator`` cumulative planner tokens of each task where
+        both agents were replayed."""
+        by_key = {(r.task_id, r.n_distractors, r.agent): r for r in self.rows}
+        out: dict[int, list[float]] = {}
+        for (task_id, n, agent), row in by_key.items():
+            if agent != numerator:
+                continue
+            other = by_key.get((task_id, n, denominator))
+            if other is not None and other.planner_tokens > 0:
+                out.setdefault(n, []).append(row.planner_tokens / other.planner_tokens)
+        return dict(sorted(out.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        ratios = self.ratios()
+        return {
+            "model": self.model,
+            "context_window": self.context_window,
+            "pre_retrieval": self.pre_retrieval,
+            "pre_retrievals": self.pre_retrievals,
+            "rows": [r.to_dict() for r in self.rows],
+            "full_mem_over_strict": {
+                str(n): {
+                    "median": statistics.median(v),
+                    "min": min(v),
+                    "max": max(v),
+                    "tasks": len(v),
+                    "pooled": _pooled_ratio(self.rows, n),
+                }
+                for n, v in ratios.items()
+            },
+        }
+
+
+def _pooled_ratio(rows: Sequence[ReplayRow], n: int) -> float | None:
+    """Sum of Full-Mem planner tokens over the sum of strict ones at distractor setting ``n``."""
+    tasks = {r.task_id for r in rows if r.n_distractors == n and r.agent == AgentKind.STRICT.value} & {
+        r.task_id for r in rows if r.n_distractors == n and r.agent == AgentKind.FULL_MEM.value
+    }
+    full = sum(
+        r.planner_tokens
+        for r in rows
+        if r.n_distractors == n and r.agent == "full-mem" and r.task_id in tasks
+    )
+    strict = sum(
+        r.planner_tokens
+        for r in rows
+        if r.n_distractors == n and r.agent == "embodiedrag-strict" and r.task_id in tasks
+    )
+    return full / strict if strict else None
+
+
+def replay_benchmark(
+    model: ChatModel,
+    tasks: str | Sequence[str] | None,
+    *,
+    embedder: Embedder,
+    agents: Sequence[AgentKind | str] = REPLAY_AGENTS,
+    distractors: Sequence[int] = (DISTRACTOR_SETTINGS[-1],),
+    pre_retrieval: str = "llm",
+    retrieval_model: ChatModel | None = None,
+    style: str | None = "l_shape",
+    seed: int = 0,
+    count_tokens: Callable[[str], int] | None = None,
+    progress: ProgressFn | None = None,
+) -> ReplayReport:
+    """``measure_replayed_tokens`` over tasks × distractor settings: every agent follows the oracle plan and
+    the exact prompts it builds are counted with ``count_tokens`` (default: ``model``'s tokenizer).
+    ``pre_retrieval``: ``llm`` asks ``retrieval_model`` (default ``model``) once per task; ``required-types``
+    uses :func:`required_types_pre_retrieval` (no model call). ``style=None`` cycles the layout styles."""
+    if pre_retrieval not in ("llm", "required-types"):
+        raise EmbodiedConfigError(
+            f"unknown pre-retrieval {pre_retrieval!r}", hint="use llm or required-types"
+        )
+    kinds = [parse_agent_kind(a) for a in agents]
+    pre_retriever = PreRetriever(retrieval_model or model, ATTRIBUTE_NAMES)
+    window = getattr(model, "context_window", None)
+    report = ReplayReport([], model.name, window, pre_retrieval)
+    for index, task in enumerate(select_tasks(tasks)):
+        pre = (
+            pre_retriever.run(task.instruction)
+            if pre_retrieval == "llm"
+            else required_types_pre_retrieval(task)
+        )
+        report.pre_retrievals[task.task_id] = pre.to_dict()
+        if progress is not None:
+            names = ", ".join(e.name for e in pre.entities)
+            progress(f"{task.task_id} pre-retrieval ({pre_retrieval}, {pre.seconds:.0f} s): {names}")
+        style_name = style if style is not None else LAYOUT_STYLES[index % len(LAYOUT_STYLES)]
+        for n in distractors:
+            results = measure_replayed_tokens(
+                model,
+                task,
+                kinds,
+                embedder=embedder,
+                pre_retrieval=pre,
+                style=style_name,
+                seed=seed,
+                n_distractors=n,
+                count_tokens=count_tokens,
+            )
+            for agent, episode in results.items():
+                prompts = [s.input_tokens for s in episode.trajectory]
+                row = ReplayRow(
+                    task_id=task.task_id,
+                    difficulty=task.difficulty,
+                    layout=style_name,
+                    n_distractors=n,
+                    agent=agent,
+                    steps=episode.steps,
+                    success=episode.success,
+                    input_tokens=episode.planner_usage.input_tokens,
+                    output_tokens=episode.planner_usage.output_tokens,
+                    max_prompt=max(prompts, default=0),
+                    over_context=sum(window is not None and p > window for p in prompts),
+                    recall_first=episode.recall_first,
+                    recall_after_feedback=episode.recall_after_feedback,
+                    pre_retrieval_tokens=episode.retrieval_usage.total_tokens,
+                )
+                report.rows.append(row)
+                if progress is not None:
+                    recall = (
+                        ""
+                        if row.recall_first is None
+                        else f" recall {row.recall_first:.2f} -> {row.recall_after_feedback:.2f}"
+                    )
+                    progress(
+                        f"  d={n:4d} {agent:19s} steps {row.steps:2d} planner tokens {row.planner_tokens:8d} "
+                        f"max prompt {row.max_prompt:6d} over context: {row.over_context:2d}{recall}"
+                    )
+    return report
+
+
+def format_replay(report: ReplayReport) -> str:
+    """Per agent and distractor setting: median cumulative planner tokens, median largest prompt, prompts
+    over the context window, recall; then the Full-Mem / strict ratios (median, range, pooled)."""
+    groups: dict[tuple[str, int], list[ReplayRow]] = {}
+    for row in report.rows:
+        groups.setdefault((row.agent, row.n_distractors), []).append(row)
+    lines = [
+        f"{'agent':19s} {'distr':>5s} {'tasks':>5s} {'median planner tok':>18s} {'median max prompt':>17s} "
+        f"{'prompts > ctx':>13s} {'recall@1':>8s} {'recall end':>10s}"
+    ]
+    for (agent, n), rows in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        lines.append(
+            f"{agent:19s} {n:5d} {len(rows):5d} {statistics.median(r.planner_tokens for r in rows):18.0f} "
+            f"{statistics.median(r.max_prompt for r in rows):17.0f} {sum(r.over_context for r in rows):13d} "
+            f"{_fmt(_mean(r.recall_first for r in rows), '8.2f')} "
+            f"{_fmt(_mean(r.recall_after_feedback for r in rows), '10.2f')}"
+        )
+    for n, values in report.ratios().items():
+        pooled = _pooled_ratio(report.rows, n)
+        lines.append(
+            f"distractors {n:4d}: full-mem / embodiedrag-strict cumulative planner tokens: median "
+            f"{statistics.median(values):.1f}x (min {min(values):.1f}x, max {max(values):.1f}x, pooled "
+            f"{_fmt(pooled, '.1f')}x, {len(values)} tasks; counted with {report.model}'s tokenizer)"
+        )
+    return "\n".join(lines)
+
+
 # -- entry points for scripts and the CLI -------------------------------------------------------------------
 RETRIEVAL_N_CTX = 4096
 
@@ -377,6 +607,7 @@ def run_embodied_bench(
     model_spec: str | None = None,
     embedder_spec: str = "minilm",
     progress: ProgressFn | None = None,
+    on_episode: Callable[[EpisodeResult], None] | None = None,
 ) -> BenchmarkReport:
     """``scenerag bench embodied``: build the models and a one-thread embedder, then ``run_benchmark``."""
     from scenerag.retrieval.embeddings import make_embedder
@@ -385,4 +616,43 @@ def run_embodied_bench(
     needs_embedder = any(k.retrieves for k in config.agent_kinds())
     options: dict[str, Any] = {} if embedder_spec.startswith("openai:") else {"threads": 1}
     embedder = make_embedder(embedder_spec, **options) if needs_embedder else None
-    return run_benchmark(config, planner, embedder, retrieval_model=retrieval, progress=progress)
+    return run_benchmark(
+        config, planner, embedder, retrieval_model=retrieval, progress=progress, on_episode=on_episode
+    )
+
+
+def run_replay_bench(
+    tasks: str | Sequence[str] | None,
+    *,
+    model_spec: str | None = None,
+    agents: Sequence[AgentKind | str] = REPLAY_AGENTS,
+    distractors: Sequence[int] = (DISTRACTOR_SETTINGS[-1],),
+    pre_retrieval: str = "llm",
+    style: str | None = "l_shape",
+    seed: int = 0,
+    embedder_spec: str = "minilm",
+    progress: ProgressFn | None = None,
+) -> ReplayReport:
+    """``scenerag bench embodied --mode replay``: the model named by ``model_spec`` (its tokenizer counts
+    the prompts; it also pre-retrieves unless ``pre_retrieval="required-types"``), a one-thread embedder,
+    then ``replay_benchmark``."""
+    from scenerag.llm.factory import make_chat_model
+    from scenerag.retrieval.embeddings import make_embedder
+
+    if pre_retrieval == "llm":
+        planner, retrieval = bench_models(model_spec)
+    else:
+        planner = retrieval = make_chat_model(model_spec)
+    options: dict[str, Any] = {} if embedder_spec.startswith("openai:") else {"threads": 1}
+    return replay_benchmark(
+        planner,
+        tasks,
+        embedder=make_embedder(embedder_spec, **options),
+        agents=agents,
+        distractors=distractors,
+        pre_retrieval=pre_retrieval,
+        retrieval_model=retrieval,
+        style=style,
+        seed=seed,
+        progress=progress,
+    )
