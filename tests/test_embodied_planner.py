@@ -18,8 +18,10 @@ from scenerag.agents.embodied import (
     AgentKind,
     EmbodiedConfigError,
     EmbodiedPlanner,
+    EntitySpec,
     EpisodeResult,
     PlannerConfig,
+    PreRetrieval,
     PreRetriever,
     SelfQuerier,
     allowed_actions,
@@ -373,3 +375,48 @@ def test_history_shows_recent_thoughts_only_and_flags_repeats() -> None:
     silent = Router([act("search", "Fridge", "look for the fridge"), act("open", "Fridge_1", "open it")])
     run("embodiedrag-strict", silent)  # default: no thoughts in the history
     assert "thought:" not in silent.prompts[1][-1].content
+
+
+def test_counted_prompt_tokens_equal_the_local_models_chat_template_tokens() -> None:
+    """Replay measurements count content tokens + ChatML overhead: exactly what llama-cpp sends (its chat
+    template rendered and tokenized) for the prompts of a full-graph and a subgraph agent."""
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    from scenerag.agents.embodied import ReplayDecider
+    from scenerag.llm.model_files import resolve_model_path
+    from scenerag.sim.household.solver import solve
+
+    llama = Llama(str(resolve_model_path(None)), vocab_only=True, verbose=False)
+    formatter = Jinja2ChatFormatter(
+        llama.metadata["tokenizer.chat_template"],
+        eos_token=llama.detokenize([llama.token_eos()]).decode(),
+        bos_token="",
+    )
+
+    def count(text: str) -> int:
+        return len(llama.tokenize(text.encode(), add_bos=False, special=False))
+
+    def sent(messages: list[Message]) -> int:
+        wire = [{"role": m.role, "content": m.content} for m in messages]
+        return len(llama.tokenize(formatter(messages=wire).prompt.encode(), add_bos=False, special=True))
+
+    seen: list[list[Message]] = []
+
+    class Recording(ReplayDecider):
+        def decide(self, messages: list[Message], actions: Sequence[str]) -> Any:
+            seen.append(messages)
+            return super().decide(messages, actions)
+
+    task = get_task("easy_05")
+    plan = [(p.name, p.arguments) for p in solve(HouseholdEnv("l_shape", 0, 290), task)]
+    pre = PreRetrieval(task.instruction, [EntitySpec("apple", ()), EntitySpec("fridge", ())])
+    for kind in ("full-mem", "embodiedrag-strict"):
+        agent = EmbodiedPlanner(
+            ScriptedChatModel([]), kind, embedder=WordEmbedder(), decider=Recording(plan, count)
+        )
+        assert agent.run(HouseholdEnv("l_shape", 0, 290), task, pre_retrieval=pre).success
+    assert len(seen) == 2 * len(plan)
+    counted = [count_prompt_tokens(m, count) for m in seen]
+    assert counted == [sent(m) for m in seen]
+    assert max(counted[len(plan) :]) < 2000 < min(counted[: len(plan)])  # subgraph vs full graph prompts
