@@ -38,13 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from scenerag.eval.retrieval_bench import (
-    LATENCY_FORMS,
     RetrievalBenchConfig,
-    bench_cache_dir,
-    latency_queries,
-    measure_retrieval_latency,
+    format_latency,
+    run_latency_bench,
     run_retrieval_benchmark,
-    synthetic_scene_graph,
 )
 
 
@@ -53,39 +50,17 @@ def log(text: str) -> None:
 
 
 def latency(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
-    from scenerag.retrieval.hierarchical import HierarchicalIndex
-
-    started = time.perf_counter()
-    graph = synthetic_scene_graph(args.objects, args.keyframes, seed=args.seed)
-    where = (
-        bench_cache_dir() / f"synthetic-{args.objects}-{args.keyframes}-s{args.seed}" / "hierarchical_index"
+    result = run_latency_bench(
+        embedder,
+        objects=args.objects,
+        keyframes=args.keyframes,
+        queries=args.latency_queries,
+        repeats=args.repeats,
+        seed=args.seed,
+        progress=log,
     )
-    index = HierarchicalIndex.open_or_build(graph, where, embedder)
-    log(
-        f"synthetic graph {dict(graph.label_counts())} indexed (or loaded) in {time.perf_counter() - started:.1f} s"
-    )
-    result = measure_retrieval_latency(
-        index, latency_queries(graph, args.latency_queries, args.seed), repeats=args.repeats
-    )
-    r, c = result["retrieval_wall_ms"], result["retrieval_cpu_ms"]
     print()
-    print(
-        f"Retrieval latency, {args.objects} objects / {args.keyframes} keyframes, {result['retrievals']} retrievals"
-    )
-    print(
-        f"  retrieval only (precomputed query vectors): wall p50 {r['p50']:.2f} ms, p95 {r['p95']:.2f} ms; "
-        f"thread CPU p50 {c['p50']:.2f} ms, p95 {c['p95']:.2f} ms"
-    )
-    for form in LATENCY_FORMS:
-        fig = result["by_form_wall_ms"].get(form)
-        if fig:
-            print(f"    {form:12s} wall p50 {fig['p50']:.2f} ms, p95 {fig['p95']:.2f} ms")
-    print("  stage p50 (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in result["stage_p50_ms"].items()))
-    e, m = result["end_to_end_ms"], result["embedding_ms"]
-    print(
-        f"  end to end incl. embedding unseen texts (MiniLM, 1 thread): p50 {e['p50']:.1f} ms, p95 {e['p95']:.1f} ms "
-        f"(embedding alone p50 {m['p50']:.1f} ms)"
-    )
+    print(format_latency(result))
     return result
 
 

@@ -484,3 +484,132 @@ def test_run_retrieval_benchmark_with_a_scripted_llm(
     json.dumps(report.to_json())  # serialisable
     with pytest.raises(BenchmarkError, match="unknown benchmark table"):
         RetrievalBenchConfig(tables=("objects", "speed"))
+
+
+# -- the cross-method runner end to end, the latency bar and the CLI --------------------------------------------
+def _cached_scene(root: Path, graph: SceneGraph) -> None:
+    from scenerag.graph.io import write_scene_graph
+
+    (root / "sequence" / "gt").mkdir(parents=True)
+    (root / "sequence" / ".complete").touch()
+    (root / "build").mkdir()
+    write_scene_graph(graph, root / "sequence" / "gt" / "scene_graph.json")
+    write_scene_graph(graph, root / "build" / "scene_graph.json")
+
+
+def test_cross_method_config_and_agents_validate(gt_graph: SceneGraph, embedder: Any) -> None:
+    from scenerag.eval.retrieval_bench import CrossMethodConfig, cross_method_agents
+
+    with pytest.raises(BenchmarkError, match="unknown or no method"):
+        CrossMethodConfig(methods=("cypher", "telepathy"))
+    with pytest.raises(BenchmarkError, match="question type"):
+        CrossMethodConfig(types=("lookup", "vibes"))
+    with pytest.raises(BenchmarkError, match="per_type"):
+        CrossMethodConfig(per_type=0)
+    with pytest.raises(BenchmarkError, match="unknown method"):
+        cross_method_agents(["oracle"], ScriptedChatModel([]), gt_graph, None, embedder, "unused")
+
+
+def test_run_cross_method_bench_runs_every_method_on_the_same_questions(
+    gt_graph: SceneGraph, embedder: Any, tmp_path: Path
+) -> None:
+    """A scripted model that answers each question with its solution (but miscounts from the subgraph): the
+    runner must route each question to every method, record the scene, tokens and types, and
+    the per-type table must name the winner."""
+    from scenerag.eval.retrieval_bench import CrossMethodConfig, SceneSpec, run_cross_method_bench
+
+    spec = SceneSpec("cached-cross", n_floors=2, rooms_per_floor=3, seed=0, frames=10)
+    _cached_scene(tmp_path / spec.key(), gt_graph)
+    questions = {
+        q.question: q.solution
+        for q in cross_method_questions(gt_graph, seed=0, per_type=1)
+        if q.tags[0] in ("lookup", "count")
+    }
+    assert len(questions) == 2
+
+    def reply(messages: list[Any]) -> dict[str, Any]:
+        text = "\n".join(m.content or "" for m in messages)
+        question = next(q for q in questions if q in text)
+        wrong = "Retrieved subgraph:" in text and question.startswith("How many")
+        return {
+            "thought": "scripted",
+            "action": "answer",
+            "input": questions[question],  # the Cypher agent's action format
+            "answer": "99" if wrong else questions[question],
+            "target_object": question,
+            "target_room": "",
+            "target_floor": "",
+            "anchor_objects": [],
+            "relation": "",
+            "entities": [{"name": question, "attributes": []}],
+        }
+
+    model = ScriptedChatModel([reply] * 60, supports_tools=False, name="scripted-cross")
+    config = CrossMethodConfig(
+        scenes=(spec,), methods=("cypher", "keysg-rag", "subgraph-rag"), types=("lookup", "count")
+    )
+    seen: list[tuple[str, str]] = []
+    report = run_cross_method_bench(
+        config, model, embedder, cache_dir=tmp_path, on_record=lambda s, r: seen.append((s, r.config))
+    )
+    assert [r.config for r in report.records] == ["cypher"] * 2 + ["keysg-rag"] * 2 + ["subgraph-rag"] * 2
+    assert report.scenes == ["cached-cross"] * 6 and seen == list(
+        zip(report.scenes, [r.config for r in report.records], strict=True)
+    )
+    assert {r.uid for r in report.records if r.config == "cypher"} == {
+        r.uid for r in report.records if r.config == "keysg-rag"
+    }
+    outcome = {(r.config, r.tags[0]): r.correct for r in report.records}
+    assert outcome == {
+        ("cypher", "lookup"): True,
+        ("cypher", "count"): True,
+        ("keysg-rag", "lookup"): True,
+        ("keysg-rag", "count"): True,
+        ("subgraph-rag", "lookup"): True,
+        ("subgraph-rag", "count"): False,
+    }, [(r.config, r.answer, r.solution, r.error) for r in report.records]
+    assert all(r.input_tokens > 0 and r.llm_calls >= 1 for r in report.records)
+    assert sorted({r.tags[0] for r in report.records}) == ["count", "lookup"]
+    text = report.to_text()
+    assert (
+        "scripted-cross" in text and "| lookup | 1/1 | 1/1 | 1/1 | cypher, keysg-rag, subgraph-rag |" in text
+    )
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["per_type"]["count"]["keysg-rag"] == [1, 1] and len(data["records"]) == 6
+
+
+def test_run_latency_bench_and_its_text(embedder: Any, tmp_path: Path) -> None:
+    from scenerag.eval.retrieval_bench import LATENCY_FORMS, format_latency, run_latency_bench
+
+    result = run_latency_bench(embedder, objects=240, keyframes=60, queries=25, repeats=2, cache_dir=tmp_path)
+    assert result["graph"]["Object"] == 240 and result["graph"]["Keyframe"] == 60
+    assert result["retrievals"] == 50 and set(result["by_form_wall_ms"]) == set(LATENCY_FORMS)
+    assert 0 < result["retrieval_wall_ms"]["p50"] <= result["retrieval_wall_ms"]["p95"]
+    assert result["end_to_end_ms"]["p50"] >= result["embedding_ms"]["p50"] > 0
+    assert list((tmp_path / "synthetic-240-60-s0" / "hierarchical_index").glob("manifest.json"))
+    text = format_latency(result)
+    assert "240 objects / 60 keyframes, 50 retrievals" in text and "unscoped" in text
+
+
+def test_cli_bench_retrieval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from scenerag.cli import app
+
+    monkeypatch.setenv("SCENERAG_BENCH_CACHE", str(tmp_path / "cache"))
+    runner = CliRunner()
+    bad = runner.invoke(app, ["bench", "retrieval", "--table", "speed", "--llm", "none"])
+    assert bad.exit_code == 2 and "speed" in bad.output
+    out = tmp_path / "latency.json"
+    ok = runner.invoke(
+        app,
+        [
+            *("bench", "retrieval", "-t", "latency", "-t", "cross", "--llm", "none"),
+            *("--objects", "150", "--keyframes", "40", "--out", str(out)),
+        ],
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "no image encoder" in ok.output and "150 objects / 40 keyframes" in ok.output
+    assert "cross-method table skipped" in ok.output
+    data = json.loads(out.read_text())
+    assert data["model"] is None and data["latency"]["graph"]["Object"] == 150 and "cross" not in data

@@ -15,6 +15,131 @@ bench_app = typer.Typer(
 )
 
 
+# -- scenerag bench retrieval (KeySG hierarchical RAG and the cross-method comparison) ------------------------
+_RETRIEVAL_TABLES = ("objects", "grounding", "latency", "cross")
+
+
+@bench_app.command()
+def retrieval(
+    table: list[str] = typer.Option(  # noqa: B008 (typer reads the default list)
+        list(_RETRIEVAL_TABLES),
+        "--table",
+        "-t",
+        help="objects (Recall@1/5/10 at IoU 0/0.1/0.5), grounding (accuracy by category), latency "
+        "(retrieval only, synthetic building) or cross (Cypher / hybrid Cypher / hierarchical RAG / "
+        "EmbodiedRAG subgraph / context window); repeat for several.",
+    ),
+    llm: str | None = typer.Option(
+        None, "--llm", help="chat model spec (local, openai:MODEL, anthropic:MODEL); 'none': no LLM methods"
+    ),
+    limit: int = typer.Option(
+        1,
+        "--limit",
+        help="LLM work: queries per kind and expressions per cell of the first scene; questions per type "
+        "in the cross-method table",
+    ),
+    full: bool = typer.Option(False, "--full", help="run the LLM on every query and expression (slow)"),
+    scenes: int = typer.Option(3, "--scenes", help="how many synthetic buildings for objects/grounding"),
+    methods: str = typer.Option(
+        "cypher,hybrid-cypher,keysg-rag,subgraph-rag,context", "--methods", help="cross-method methods"
+    ),
+    types: str = typer.Option("", "--types", help="cross-method question types (comma list; default all)"),
+    objects: int = typer.Option(10_000, "--objects", help="latency: objects of the synthetic building"),
+    keyframes: int = typer.Option(5_000, "--keyframes", help="latency: keyframes of the synthetic building"),
+    seed: int = typer.Option(0, "--seed"),
+    out: str | None = typer.Option(None, "--out", help="write every table and raw record as JSON here"),
+) -> None:
+    """KeySG hierarchical RAG benchmarks: object retrieval, grounding, retrieval latency, and every retrieval
+    strategy side by side on the same questions (success, input tokens, latency, winner per question type)."""
+    import json
+    import time
+    from pathlib import Path
+
+    from scenerag.cli import _errors, console
+
+    unknown = sorted(set(table) - set(_RETRIEVAL_TABLES))
+    if unknown or not table:
+        console.print(f"[red]error:[/red] --table {unknown}: use {', '.join(_RETRIEVAL_TABLES)}")
+        raise typer.Exit(2)
+    if limit < 0:
+        console.print("[red]error:[/red] --limit must be >= 0")
+        raise typer.Exit(2)
+
+    def say(text: str) -> None:
+        from rich.markup import escape
+
+        console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {escape(text)}", highlight=False)
+
+    with _errors():
+        from scenerag.eval.retrieval_bench import (
+            DEFAULT_SCENES,
+            QUESTION_TYPES,
+            SMALL_SCENE,
+            CrossMethodConfig,
+            RetrievalBenchConfig,
+            format_latency,
+            run_cross_method_bench,
+            run_latency_bench,
+            run_retrieval_benchmark,
+        )
+        from scenerag.retrieval.embeddings import make_embedder
+
+        embedder = make_embedder("minilm", threads=1)
+        model = None
+        if llm is None or llm.strip().lower() != "none":
+            from scenerag.llm import make_chat_model
+
+            model = make_chat_model(llm)
+        result: dict[str, object] = {"model": model.name if model is not None else None}
+        console.print(
+            "Offline there is no image encoder: keyframes and objects are retrieved by their text (summaries, "
+            "descriptions, names); the visual route (CLIP) runs only with an encoder given."
+        )
+        grid = tuple(t for t in ("objects", "grounding") if t in table)
+        if grid:
+            config = RetrievalBenchConfig(
+                scenes=DEFAULT_SCENES[: max(1, scenes)],
+                tables=grid,
+                llm_queries_per_kind=limit,
+                llm_expressions_per_cell=limit,
+                full=full,
+                seed=seed,
+            )
+            report = run_retrieval_benchmark(
+                config, embedder, model if (limit > 0 or full) else None, progress=say
+            )
+            console.print(report.to_text(), markup=False, highlight=False)
+            result["retrieval"] = report.to_json()
+        if "latency" in table:
+            latency = run_latency_bench(
+                embedder, objects=objects, keyframes=keyframes, seed=seed, progress=say
+            )
+            console.print(format_latency(latency), markup=False, highlight=False)
+            result["latency"] = latency
+        if "cross" in table:
+            if model is None:
+                console.print("cross-method table skipped: it needs an LLM (--llm none was given)")
+            else:
+                chosen = tuple(t.strip() for t in types.split(",") if t.strip()) or QUESTION_TYPES
+                cross = run_cross_method_bench(
+                    CrossMethodConfig(
+                        scenes=(SMALL_SCENE,),
+                        methods=tuple(m.strip() for m in methods.split(",") if m.strip()),
+                        types=chosen,
+                        per_type=max(1, limit),
+                        seed=seed,
+                    ),
+                    model,
+                    embedder,
+                    progress=say,
+                )
+                console.print(cross.to_text(), markup=False, highlight=False)
+                result["cross"] = cross.to_json()
+        if out:
+            Path(out).write_text(json.dumps(result, indent=1, default=str))
+            console.print(f"wrote {out}")
+
+
 # -- scenerag bench embodied (EmbodiedRAG: Table 1 / Figure 2 of the paper) ----------------------------------
 _EMBODIED_MODES = ("episodes", "replay")
 

@@ -1006,6 +1006,173 @@ def format_per_type(records: Sequence[Record]) -> str:
     return "\n".join(lines)
 
 
+CROSS_METHODS: tuple[str, ...] = ("cypher", "hybrid-cypher", "keysg-rag", "subgraph-rag", "context")
+
+
+def cross_method_agents(
+    methods: Sequence[str],
+    model: ChatModel,
+    graph: SceneGraph,
+    store: Any,
+    embedder: Embedder,
+    index_path: str | Path,
+    *,
+    max_tool_calls: int = 4,
+) -> dict[str, Any]:
+    """One agent per method name of :data:`CROSS_METHODS`, all on the same model, graph and store:
+    ``cypher`` (agentic, schema), ``hybrid-cypher`` (+ ``vector_search``), ``keysg-rag`` (hierarchical RAG,
+    LLM decomposition), ``subgraph-rag`` (EmbodiedRAG-style) and ``context`` (the whole graph in the prompt,
+    one correction allowed)."""
+    from scenerag.agents import CypherAgent, CypherAgentConfig
+    from scenerag.agents.baselines import ContextWindowAgent, ContextWindowConfig
+    from scenerag.agents.hierarchical_rag import HierarchicalRAG
+    from scenerag.agents.hybrid_cypher import HybridCypherAgent, HybridCypherConfig
+
+    unknown = [m for m in methods if m not in CROSS_METHODS]
+    if unknown:
+        raise BenchmarkError(f"unknown method(s) {unknown}", hint=f"use {', '.join(CROSS_METHODS)}")
+    agents: dict[str, Any] = {}
+    for name in methods:
+        if name == "cypher":
+            agents[name] = CypherAgent(
+                model, store, CypherAgentConfig(mode="agentic", max_tool_calls=max_tool_calls)
+            )
+        elif name == "hybrid-cypher":
+            agents[name] = HybridCypherAgent.from_graph(
+                model, store, graph, embedder, HybridCypherConfig(max_tool_calls=max_tool_calls)
+            )
+        elif name == "keysg-rag":
+            agents[name] = HierarchicalRAG(
+                model, HierarchicalIndex.open_or_build(graph, index_path, embedder)
+            )
+        elif name == "subgraph-rag":
+            agents[name] = SubgraphRAGAgent(model, graph, embedder)
+        else:
+            agents[name] = ContextWindowAgent(
+                model, graph, ContextWindowConfig(mode="agentic", max_corrections=1)
+            )
+    return agents
+
+
+@dataclass(frozen=True, slots=True)
+class CrossMethodConfig:
+    """What :func:`run_cross_method_bench` runs: ``per_type`` questions of each of ``types`` on each scene,
+    for every method of ``methods``."""
+
+    scenes: tuple[SceneSpec, ...] = (SMALL_SCENE,)
+    methods: tuple[str, ...] = CROSS_METHODS
+    types: tuple[str, ...] = QUESTION_TYPES
+    per_type: int = 1
+    seed: int = 0
+    max_tool_calls: int = 4
+
+    def __post_init__(self) -> None:
+        bad = [m for m in self.methods if m not in CROSS_METHODS]
+        if bad or not self.methods:
+            raise BenchmarkError(f"unknown or no method(s) {bad}", hint=f"use {', '.join(CROSS_METHODS)}")
+        bad = [t for t in self.types if t not in QUESTION_TYPES]
+        if bad or not self.types:
+            raise BenchmarkError(
+                f"unknown or no question type(s) {bad}", hint=f"use {', '.join(QUESTION_TYPES)}"
+            )
+        if self.per_type < 1:
+            raise BenchmarkError(f"per_type must be >= 1, got {self.per_type}")
+        if not self.scenes:
+            raise BenchmarkError("the benchmark needs at least one scene")
+
+
+@dataclass
+class CrossMethodReport:
+    """Records of every (method, question) run, with the scene each came from (``scenes[i]`` for
+    ``records[i]``)."""
+
+    config: CrossMethodConfig
+    model: str
+    records: list[Record] = field(default_factory=list)
+    scenes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_text(self) -> str:
+        from scenerag.eval.runner import markdown_table, summarize
+
+        if not self.records:
+            return "no cross-method runs"
+        parts = [*self.notes, "", markdown_table(summarize(self.records)), "", "Success per question type:"]
+        parts.append(format_per_type(self.records))
+        return "\n".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        from scenerag.eval.runner import summarize
+
+        return {
+            "config": asdict(self.config),
+            "model": self.model,
+            "notes": self.notes,
+            "summary": summarize(self.records),
+            "per_type": per_type_table(self.records)[1],
+            "records": [{"scene": s, **asdict(r)} for s, r in zip(self.scenes, self.records, strict=True)],
+        }
+
+
+def run_cross_method_bench(
+    config: CrossMethodConfig,
+    model: ChatModel,
+    embedder: Embedder,
+    *,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    on_record: Callable[[str, Record], None] | None = None,
+) -> CrossMethodReport:
+    """Every method of ``config`` on the same questions of each scene (built and loaded into an embedded store
+    under the cache); method by method, so a local model reuses its cached prompt prefix across questions.
+    ``on_record(scene, record)`` is called as each run finishes."""
+    from scenerag.retrieval.hierarchical import index_dir
+    from scenerag.store import open_store
+
+    say = progress or (lambda text: None)
+    report = CrossMethodReport(config, model.name)
+    for spec in config.scenes:
+        scene = prepare_scene(spec, cache_dir, progress=say)
+        graph = scene.graph
+        questions = [
+            q
+            for q in cross_method_questions(graph, seed=config.seed, per_type=config.per_type)
+            if q.tags and q.tags[0] in config.types
+        ]
+        report.notes.append(f"{spec.name}: {graph.summary()}; {len(questions)} questions; model {model.name}")
+        say(report.notes[-1])
+        for q in questions:
+            say(f"  [{q.tags[0]}] {q.question} -> {q.solution}")
+        root = Path(cache_dir) if cache_dir is not None else bench_cache_dir()
+        store = open_store(root / spec.key() / "db")
+        try:
+            store.load(graph)
+            agents = cross_method_agents(
+                config.methods,
+                model,
+                graph,
+                store,
+                embedder,
+                index_dir(scene.build_dir),
+                max_tool_calls=config.max_tool_calls,
+            )
+            if "context" in agents:
+                tokens = agents["context"].prompt_tokens()
+                report.notes.append(
+                    f"{spec.name}: context-window prompt {tokens} tokens (model window {model.context_window})"
+                )
+                say(report.notes[-1])
+            for name, agent in agents.items():
+                for record in run_cross_method({name: agent}, questions, model_name=model.name, progress=say):
+                    report.records.append(record)
+                    report.scenes.append(spec.name)
+                    if on_record is not None:
+                        on_record(spec.name, record)
+        finally:
+            store.close()
+    return report
+
+
 # -- a large synthetic index for latency ----------------------------------------------------------------------------
 def synthetic_scene_graph(
     n_objects: int = 10_000,
@@ -1354,7 +1521,59 @@ def measure_retrieval_latency(
     }
 
 
+def run_latency_bench(
+    embedder: Embedder,
+    *,
+    objects: int = 10_000,
+    keyframes: int = 5_000,
+    queries: int = 200,
+    repeats: int = 3,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The latency bar: a synthetic KeySG-shaped graph of ``objects`` objects and ``keyframes`` keyframes
+    (no rendering), indexed once (cached under the bench cache), then :func:`measure_retrieval_latency` on
+    ``queries`` rule-decomposed queries. The result also names the graph's size and the index build time."""
+    say = progress or (lambda text: None)
+    started = time.perf_counter()
+    graph = synthetic_scene_graph(objects, keyframes, seed=seed)
+    root = Path(cache_dir) if cache_dir is not None else bench_cache_dir()
+    index = HierarchicalIndex.open_or_build(
+        graph, root / f"synthetic-{objects}-{keyframes}-s{seed}" / "hierarchical_index", embedder
+    )
+    counts = {str(k): int(v) for k, v in graph.label_counts().items()}
+    setup_s = time.perf_counter() - started
+    say(f"synthetic graph {counts} indexed (or loaded) in {setup_s:.1f} s")
+    result = measure_retrieval_latency(index, latency_queries(graph, queries, seed), repeats=repeats)
+    return {"graph": counts, "objects": objects, "keyframes": keyframes, "setup_s": setup_s, **result}
+
+
+def format_latency(result: Mapping[str, Any]) -> str:
+    """The latency figures of :func:`run_latency_bench` as text (wall and thread-CPU p50/p95, per query
+    form and stage, and end to end with query embedding)."""
+    r, c = result["retrieval_wall_ms"], result["retrieval_cpu_ms"]
+    lines = [
+        f"Retrieval latency, {result.get('objects', '?')} objects / {result.get('keyframes', '?')} keyframes, "
+        f"{result['retrievals']} retrievals (no LLM call)",
+        f"  retrieval only (precomputed query vectors): wall p50 {r['p50']:.2f} ms, p95 {r['p95']:.2f} ms; "
+        f"thread CPU p50 {c['p50']:.2f} ms, p95 {c['p95']:.2f} ms",
+    ]
+    for form in LATENCY_FORMS:
+        fig = result["by_form_wall_ms"].get(form)
+        if fig:
+            lines.append(f"    {form:12s} wall p50 {fig['p50']:.2f} ms, p95 {fig['p95']:.2f} ms")
+    lines.append("  stage p50 (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in result["stage_p50_ms"].items()))
+    e, m = result["end_to_end_ms"], result["embedding_ms"]
+    lines.append(
+        f"  end to end incl. embedding unseen texts (MiniLM, 1 thread): p50 {e['p50']:.1f} ms, "
+        f"p95 {e['p95']:.1f} ms (embedding alone p50 {m['p50']:.1f} ms)"
+    )
+    return "\n".join(lines)
+
+
 __all__ = [
+    "CROSS_METHODS",
     "DEFAULT_SCENES",
     "GROUNDING_IOU",
     "IOU_THRESHOLDS",
@@ -1363,6 +1582,8 @@ __all__ = [
     "RECALL_KS",
     "SMALL_SCENE",
     "BenchmarkError",
+    "CrossMethodConfig",
+    "CrossMethodReport",
     "FlatRetriever",
     "GroundingOutcome",
     "GroundingRecord",
@@ -1378,9 +1599,11 @@ __all__ = [
     "best_ground_truth_match",
     "box_iou",
     "box_of",
+    "cross_method_agents",
     "cross_method_questions",
     "floor_phrase",
     "format_grounding_table",
+    "format_latency",
     "format_per_type",
     "format_recall_table",
     "grounding_table",
@@ -1395,7 +1618,9 @@ __all__ = [
     "recall_table",
     "referring_expressions",
     "run_cross_method",
+    "run_cross_method_bench",
     "run_grounding",
+    "run_latency_bench",
     "run_object_retrieval",
     "run_retrieval_benchmark",
     "stratified_expressions",
