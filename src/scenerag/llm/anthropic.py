@@ -27,6 +27,7 @@ from scenerag.llm.base import (
     Usage,
     call_with_retries,
     estimate_tokens,
+    http_status_error,
     parse_json_reply,
     parse_retry_after,
 )
@@ -193,14 +194,6 @@ class AnthropicChatModel:
         status = exc.status_code
         text = exc.api_message or str(exc.message)
         lowered = text.lower()
-        if status in (401, 403):
-            return LLMError(
-                "auth",
-                f"{url} refused the API key for {self.model} (HTTP {status}): {text}",
-                hint="set a valid ANTHROPIC_API_KEY",
-                model=self.name,
-                status_code=status,
-            )
         if status == 404:
             return LLMError(
                 "model_not_found",
@@ -209,34 +202,14 @@ class AnthropicChatModel:
                 model=self.name,
                 status_code=status,
             )
-        if status == 429:
-            return LLMError(
-                "rate_limit",
-                f"{url} rate-limited {self.model}: {text}",
-                hint="rate limited after retries; slow down or raise the retry budget",
-                model=self.name,
-                status_code=status,
-            )
-        if status == 413 or any(m in lowered for m in _OVERFLOW_MARKERS):
-            return LLMError(
-                "context_overflow",
-                f"the prompt does not fit the context window of {self.name}: {text}",
-                hint="shorten the prompt or history",
-                model=self.name,
-                status_code=status,
-            )
-        if status >= 500:
-            return LLMError(
-                "unreachable",
-                f"{url} failed with HTTP {status} after retries: {text}",
-                model=self.name,
-                status_code=status,
-            )
-        return LLMError(
-            "bad_request",
-            f"{url} rejected the request for {self.model} (HTTP {status}): {text}",
-            model=self.name,
-            status_code=status,
+        return http_status_error(
+            status,
+            text,
+            url=url,
+            model=self.model,
+            name=self.name,
+            key_env="ANTHROPIC_API_KEY",
+            overflow=any(m in lowered for m in _OVERFLOW_MARKERS),
         )
 
     # -- the call -----------------------------------------------------------------------------------

@@ -62,6 +62,58 @@ class LLMError(SceneRagError):
         return f"{self.kind}: {super().__str__()}"
 
 
+def http_status_error(
+    status: int,
+    text: str,
+    *,
+    url: str,
+    model: str,
+    name: str,
+    key_env: str,
+    overflow: bool,
+    rate_hint: str = "rate limited after retries; slow down or raise the retry budget",
+) -> LLMError:
+    """Map an HTTP error from a chat endpoint to an :class:`LLMError` (auth, rate limit, context overflow,
+    server failure, or a rejected request); providers handle their special cases (e.g. 404) first."""
+    if status in (401, 403):
+        return LLMError(
+            "auth",
+            f"{url} refused the API key for {model} (HTTP {status}): {text}",
+            hint=f"set a valid {key_env}",
+            model=name,
+            status_code=status,
+        )
+    if status == 429:
+        return LLMError(
+            "rate_limit",
+            f"{url} rate-limited {model}: {text}",
+            hint=rate_hint,
+            model=name,
+            status_code=status,
+        )
+    if overflow or status == 413:
+        return LLMError(
+            "context_overflow",
+            f"the prompt does not fit the context window of {name}: {text}",
+            hint="shorten the prompt or history, or lower max_tokens",
+            model=name,
+            status_code=status,
+        )
+    if status >= 500:
+        return LLMError(
+            "unreachable",
+            f"{url} failed with HTTP {status} after retries: {text}",
+            model=name,
+            status_code=status,
+        )
+    return LLMError(
+        "bad_request",
+        f"{url} rejected the request for {model} (HTTP {status}): {text}",
+        model=name,
+        status_code=status,
+    )
+
+
 @dataclass
 class ToolSpec:
     """A tool the model may call: ``parameters`` is the JSON schema of its arguments object."""

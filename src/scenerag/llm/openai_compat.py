@@ -28,6 +28,7 @@ from scenerag.llm.base import (
     Usage,
     call_with_retries,
     estimate_tokens,
+    http_status_error,
     is_strict_schema,
     parse_json_reply,
     parse_retry_after,
@@ -276,27 +277,6 @@ class OpenAIChatModel:
         status = exc.status_code
         text = str(exc.message)
         lowered = text.lower()
-        if status in (401, 403):
-            return LLMError(
-                "auth",
-                f"{url} refused the API key for {self.model} (HTTP {status}): {text}",
-                hint="set a valid OPENAI_API_KEY",
-                model=self.name,
-                status_code=status,
-            )
-        if status == 429:
-            hint = (
-                "the account has no quota left; check billing"
-                if exc.code == "insufficient_quota"
-                else "rate limited after retries; slow down or raise the retry budget"
-            )
-            return LLMError(
-                "rate_limit",
-                f"{url} rate-limited {self.model}: {text}",
-                hint=hint,
-                model=self.name,
-                status_code=status,
-            )
         if status == 404:
             if "model" in lowered:
                 return LLMError(
@@ -313,26 +293,19 @@ class OpenAIChatModel:
                 model=self.name,
                 status_code=status,
             )
-        if any(m in lowered for m in _OVERFLOW_MARKERS) or exc.code == "context_length_exceeded":
-            return LLMError(
-                "context_overflow",
-                f"the prompt does not fit the context window of {self.name}: {text}",
-                hint="shorten the prompt or history, or lower max_tokens",
-                model=self.name,
-                status_code=status,
-            )
-        if status >= 500:
-            return LLMError(
-                "unreachable",
-                f"{url} failed with HTTP {status} after retries: {text}",
-                model=self.name,
-                status_code=status,
-            )
-        return LLMError(
-            "bad_request",
-            f"{url} rejected the request for {self.model} (HTTP {status}): {text}",
-            model=self.name,
-            status_code=status,
+        return http_status_error(
+            status,
+            text,
+            url=url,
+            model=self.model,
+            name=self.name,
+            key_env="OPENAI_API_KEY",
+            overflow=any(m in lowered for m in _OVERFLOW_MARKERS) or exc.code == "context_length_exceeded",
+            rate_hint=(
+                "the account has no quota left; check billing"
+                if exc.code == "insufficient_quota"
+                else "rate limited after retries; slow down or raise the retry budget"
+            ),
         )
 
     @staticmethod
