@@ -85,8 +85,10 @@ def retrieval(
         from scenerag.retrieval.embeddings import make_embedder
 
         embedder = make_embedder("minilm", threads=1)
+        grid_tables = tuple(t for t in ("objects", "grounding") if t in table)
         model = None
-        if llm is None or llm.strip().lower() != "none":
+        needs_llm = "cross" in table or (bool(grid_tables) and (limit > 0 or full))
+        if needs_llm and (llm is None or llm.strip().lower() != "none"):
             from scenerag.llm import make_chat_model
 
             model = make_chat_model(llm)
@@ -95,19 +97,16 @@ def retrieval(
             "Offline there is no image encoder: keyframes and objects are retrieved by their text (summaries, "
             "descriptions, names); the visual route (CLIP) runs only with an encoder given."
         )
-        grid = tuple(t for t in ("objects", "grounding") if t in table)
-        if grid:
+        if grid_tables:
             config = RetrievalBenchConfig(
                 scenes=DEFAULT_SCENES[: max(1, scenes)],
-                tables=grid,
+                tables=grid_tables,
                 llm_queries_per_kind=limit,
                 llm_expressions_per_cell=limit,
                 full=full,
                 seed=seed,
             )
-            report = run_retrieval_benchmark(
-                config, embedder, model if (limit > 0 or full) else None, progress=say
-            )
+            report = run_retrieval_benchmark(config, embedder, model, progress=say)
             console.print(report.to_text(), markup=False, highlight=False)
             result["retrieval"] = report.to_json()
         if "latency" in table:
