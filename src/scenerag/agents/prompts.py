@@ -26,11 +26,11 @@ ANSWER_RULES_QA = (
     "Unless asked otherwise give node symbols, without quotes. The answer holds only the value: no words."
 )
 
-SLDP_TYPE_HINTS = {
-    "set": "The answer is a set: <a, b, c>.",
-    "list": "The answer is an ordered list: [a, b, c].",
-    "dict": "The answer is a mapping: {key: value, ...}.",
-    "point": "The answer is a position: POINT(x y z).",
+SLDP_TYPE_HINTS = {  # no copyable placeholders: small models repeat "<a, b, c>" verbatim
+    "set": "The answer is a set: the items you found, comma-separated between < and >.",
+    "list": "The answer is an ordered list: the items you found, in order, comma-separated between [ and ].",
+    "dict": "The answer is a mapping: the keys and values you found, as {key: value, ...} with real keys.",
+    "point": "The answer is a position: POINT followed by the three coordinates you found in parentheses.",
     "number": "The answer is a single number.",
     "string": "The answer is a single symbol or word.",
 }
