@@ -503,6 +503,11 @@ def test_llm_floor_words_resolve_to_levels(toy_index: HierarchicalIndex) -> None
     assert model.calls[1].response_schema["required"] == ["thought", "object"]
     assert result.decomposition.floor_level == 1 and result.context.rooms[0].symbol == "R4"
     assert result.symbol == "O16"
+    # a bare number is the graph's own floor numbering ("floor 1"), not an ordinal
+    for floor, level in (("1", 1), ("0", 0), ("ground", 0)):
+        bare = ScriptedChatModel([decomposition_reply("toilet", "bathroom", floor)], supports_tools=False)
+        rag = HierarchicalRAG(bare, toy_index, HierarchicalRAGConfig(select_with_llm=False))
+        assert rag.ground("the toilet on that floor").decomposition.floor_level == level, floor
 
 
 def test_bad_selection_or_failures_keep_the_retrievers_best(toy_index: HierarchicalIndex) -> None:

@@ -1007,6 +1007,7 @@ def format_per_type(records: Sequence[Record]) -> str:
 
 
 CROSS_METHODS: tuple[str, ...] = ("cypher", "hybrid-cypher", "keysg-rag", "subgraph-rag", "context")
+STORE_METHODS: frozenset[str] = frozenset({"cypher", "hybrid-cypher"})
 
 
 def cross_method_agents(
@@ -1144,9 +1145,12 @@ def run_cross_method_bench(
         for q in questions:
             say(f"  [{q.tags[0]}] {q.question} -> {q.solution}")
         root = Path(cache_dir) if cache_dir is not None else bench_cache_dir()
-        store = open_store(root / spec.key() / "db")
+        store = None
+        if STORE_METHODS & set(config.methods):  # only the Cypher agents query the database
+            store = open_store(root / spec.key() / "db")
         try:
-            store.load(graph)
+            if store is not None:
+                store.load(graph)
             agents = cross_method_agents(
                 config.methods,
                 model,
@@ -1169,7 +1173,8 @@ def run_cross_method_bench(
                     if on_record is not None:
                         on_record(spec.name, record)
         finally:
-            store.close()
+            if store is not None:
+                store.close()
     return report
 
 
