@@ -338,6 +338,24 @@ def test_search_reveals_or_names_the_closed_receptacle(kitchen: tuple[HouseholdE
     assert "neither a known object type" in missing.message
 
 
+def test_search_understands_readable_type_names(kitchen: tuple[HouseholdEnv, OracleSolver]) -> None:
+    from scenerag.sim.household.actions import match_object_types
+
+    assert match_object_types("light switch") == match_object_types("light_switch") == ["LightSwitch"]
+    assert match_object_types("light") == ["LightSwitch"] and match_object_types("knob") == ["StoveKnob"]
+    assert match_object_types("eggs") == ["Egg"] and match_object_types("tomatoes") == ["Tomato"]
+    assert match_object_types("pot") == ["Pot"]  # a whole word, not the start of Potato
+    assert match_object_types("stove") == ["StoveBurner", "StoveKnob"]
+    assert match_object_types("banana") == [] and match_object_types(" ") == []
+    env, _ = kitchen
+    found = ok(env, "search", query="coffee machine")
+    assert found.observation["found"] == _first(env, "CoffeeMachine")
+    ambiguous = rejected(env, "nothing_found", "search", query="stove")
+    assert "StoveBurner, StoveKnob" in ambiguous.message
+    by_id = ok(env, "search", query=_first(env, "Sink").lower())
+    assert by_id.observation["found"] == _first(env, "Sink")
+
+
 def test_adjustpositioning_looks_all_around(kitchen: tuple[HouseholdEnv, OracleSolver]) -> None:
     env, solver = kitchen
     fridge = _first(env, "Fridge")

@@ -297,7 +297,11 @@ def format_ratios(ratios: dict[int, list[float]], what: str) -> list[str]:
 
 
 def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+    """``value`` formatted by ``spec``; ``-`` (right-aligned to the spec's width) when it is None."""
+    if value is not None:
+        return format(value, spec)
+    width = spec.split(".")[0]
+    return format("-", f">{width}") if width.isdigit() else "-"
 
 
 def format_summary(rows: Sequence[AgentSummary]) -> str:

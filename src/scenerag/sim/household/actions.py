@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -367,6 +368,30 @@ def _inspect(env: HouseholdEnv, object_id: str) -> Outcome:
     )
 
 
+def _type_words(object_type: str) -> list[str]:
+    """``StoveBurner`` -> ``["stove", "burner"]``."""
+    return [w.lower() for w in re.findall(r"[A-Z][a-z]*|[a-z]+|\d+", object_type)]
+
+
+def match_object_types(query: str) -> list[str]:
+    """Object types a search query names: the type itself in any case or spacing (``stove burner``,
+    ``stove_burner``, ``StoveBurner``), a plural (``eggs``), else every type whose name contains all the
+    query's words (``knob`` -> ``StoveKnob``); empty when nothing matches."""
+    squeezed = re.sub(r"[^a-z0-9]", "", query.lower())
+    if not squeezed:
+        return []
+    by_squeezed = {name.lower(): name for name in CATALOG}
+    for form in (
+        squeezed,
+        squeezed[:-1] if squeezed.endswith("s") else "",
+        squeezed[:-2] if squeezed.endswith("es") else "",
+    ):
+        if form in by_squeezed:
+            return [by_squeezed[form]]
+    words = [w[:-1] if w.endswith("s") and len(w) > 3 else w for w in re.findall(r"[a-z0-9]+", query.lower())]
+    return sorted(name for name in CATALOG if all(w in _type_words(name) for w in words))
+
+
 @_action(
     "search",
     "Look for an object by type (e.g. 'Egg') or by id: go to the nearest place where one is, and reveal it. "
@@ -376,14 +401,18 @@ def _inspect(env: HouseholdEnv, object_id: str) -> Outcome:
 def _search(env: HouseholdEnv, query: str) -> Outcome:
     world = env.world
     wanted = query.strip().lower()
-    types = {name.lower(): name for name in CATALOG}
     ids = {object_id.lower(): object_id for object_id in world.objects}
-    if wanted in types:
-        label = types[wanted]
+    matches = [] if wanted in ids else match_object_types(query)
+    if len(matches) == 1:
+        label = matches[0]
         candidates = [o.object_id for o in world.of_type(label)]
     elif wanted in ids:
         label = world.objects[ids[wanted]].object_type
         candidates = [ids[wanted]]
+    elif matches:
+        return fail(
+            "nothing_found", f"{query!r} could be any of {', '.join(matches)}: search for one of them"
+        )
     else:
         close = difflib.get_close_matches(query.strip(), list(CATALOG), n=3)
         also = f"; did you mean {', '.join(close)}?" if close else ""
