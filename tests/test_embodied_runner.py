@@ -210,6 +210,7 @@ def test_replay_benchmark_reports_ratios_per_distractor_setting() -> None:
     assert strict.recall_after_feedback == 1.0 and full.recall_first is None
     dumped = report.to_dict()
     assert dumped["pre_retrieval"] == "required-types"
+    assert dumped["rows"][0]["planner_tokens"] > 0 and "recall_first_discovered" in dumped["rows"][0]
     assert dumped["full_mem_over_strict"]["1135"]["tasks"] == 2
     assert dumped["pre_retrievals"]["easy_02"]["entities"][0]["name"] == "fridge"
     text = format_replay(report)

@@ -404,6 +404,8 @@ class ReplayRow:
     recall_first: float | None
     recall_after_feedback: float | None
     pre_retrieval_tokens: int
+    #: recall at the first step among the required types already discovered then (None: none discovered)
+    recall_first_discovered: float | None = None
 
     @property
     def planner_tokens(self) -> int:
@@ -544,6 +546,7 @@ def replay_benchmark(
                     recall_first=episode.recall_first,
                     recall_after_feedback=episode.recall_after_feedback,
                     pre_retrieval_tokens=episode.retrieval_usage.total_tokens,
+                    recall_first_discovered=episode.recall_first_discovered,
                 )
                 report.rows.append(row)
                 if progress is not None:
