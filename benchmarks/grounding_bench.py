@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument(
         "--llm-per-cell", type=int, default=1, help="LLM expressions per (category, class) cell"
     )
+    parser.add_argument("--llm-max", type=int, help="at most this many LLM expressions per scene")
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--model", default="local")
     parser.add_argument("--seed", type=int, default=0)
@@ -54,6 +55,7 @@ def main() -> None:
         scenes=DEFAULT_SCENES[: args.scenes],
         tables=("grounding",),
         llm_expressions_per_cell=args.llm_per_cell,
+        llm_max_expressions=args.llm_max,
         full=args.full,
         seed=args.seed,
     )

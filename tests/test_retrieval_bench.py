@@ -617,3 +617,12 @@ def test_cli_bench_retrieval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert data["model"] is None and data["latency"]["graph"]["Object"] == 150 and "cross" not in data
     skipped = runner.invoke(app, ["bench", "retrieval", "-t", "cross", "--llm", "none"])
     assert skipped.exit_code == 0 and "cross-method table skipped" in skipped.output
+
+
+def test_spread_and_llm_expression_cap() -> None:
+    from scenerag.eval.retrieval_bench import RetrievalBenchConfig, spread
+
+    assert spread(list(range(6)), 3) == [0, 2, 4] and spread(list(range(6)), 4) == [0, 1, 3, 4]
+    assert spread(["a", "b"], 5) == ["a", "b"] and spread(list(range(10)), 1) == [0]
+    with pytest.raises(BenchmarkError, match="llm_max_expressions"):
+        RetrievalBenchConfig(llm_max_expressions=0)

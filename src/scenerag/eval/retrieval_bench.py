@@ -1276,7 +1276,8 @@ class RetrievalBenchConfig:
     ``keysg-embed-rules``) run on every query of every scene; with a model the LLM methods
     (``keysg-embed-llm`` and ``keysg-rag-llm`` from one run) run on ``llm_queries_per_kind`` queries per
     kind and ``llm_expressions_per_cell`` expressions per (category, with/without class) cell of the first
-    ``llm_scenes`` scenes, or on everything with ``full``.
+    ``llm_scenes`` scenes, or on everything with ``full``; ``llm_max_expressions`` caps the LLM expressions
+    per scene (spread over the cells: a slow local model).
     """
 
     scenes: tuple[SceneSpec, ...] = DEFAULT_SCENES
@@ -1286,8 +1287,11 @@ class RetrievalBenchConfig:
     llm_scenes: int = 1
     full: bool = False
     seed: int = 0
+    llm_max_expressions: int | None = None
 
     def __post_init__(self) -> None:
+        if self.llm_max_expressions is not None and self.llm_max_expressions < 1:
+            raise BenchmarkError(f"llm_max_expressions must be >= 1, got {self.llm_max_expressions}")
         unknown = set(self.tables) - {"objects", "grounding"}
         if unknown:
             raise BenchmarkError(
@@ -1357,6 +1361,14 @@ def stratified_expressions(
     for _, items in sorted(cells.items()):
         out.extend(sorted(rng.sample(items, min(per_cell, len(items))), key=lambda e: e.uid))
     return out
+
+
+def spread(items: Sequence[Any], n: int) -> list[Any]:
+    """``n`` items evenly spaced over ``items`` (the first always among them)."""
+    if n >= len(items):
+        return list(items)
+    step = len(items) / n
+    return [items[int(i * step)] for i in range(n)]
 
 
 def _with_subset_label(records: list[Any], scene: str, uids: set[str]) -> list[Any]:
@@ -1437,6 +1449,8 @@ def run_retrieval_benchmark(
                     if config.full
                     else stratified_expressions(expressions, config.llm_expressions_per_cell, config.seed)
                 )
+                if config.llm_max_expressions is not None and len(chosen) > config.llm_max_expressions:
+                    chosen = spread(chosen, config.llm_max_expressions)
                 stats["llm_expressions"] = len(chosen)
                 report.grounding += run_grounding(
                     scene, chosen, {"keysg-rag-llm": keysg_method(rag, "keysg-rag-llm")}, progress=say
@@ -1628,6 +1642,7 @@ __all__ = [
     "run_latency_bench",
     "run_object_retrieval",
     "run_retrieval_benchmark",
+    "spread",
     "stratified_expressions",
     "synthetic_scene_graph",
     "target_objects",
