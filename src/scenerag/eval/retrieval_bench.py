@@ -944,24 +944,7 @@ def run_cross_method(
     for name, agent in agents.items():
         for i, q in enumerate(questions):
             result: AgentResult = agent.run(q.question, task=q.task, answer_type=q.answer_type())
-            record = Record(
-                config=name,
-                model=model_name,
-                uid=q.uid,
-                tags=list(q.tags),
-                correct=q.is_correct(result.answer),
-                answer=result.answer,
-                solution=q.solution,
-                input_tokens=result.usage.input_tokens,
-                tool_tokens=result.tool_tokens,
-                output_tokens=result.usage.output_tokens,
-                tool_calls=result.tool_calls,
-                valid_tool_rate=result.valid_tool_rate,
-                llm_calls=result.llm_calls,
-                wall_s=result.wall_s,
-                error=result.error,
-                queries=[t.input for t in result.tools],
-            )
+            record = Record.from_result(name, model_name, q, result)
             records.append(record)
             if progress is not None:
                 mark = "ok" if record.correct else "WRONG"

@@ -24,13 +24,16 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scenerag.errors import SceneRagError
 from scenerag.eval.questions import Question, load_questions
 from scenerag.graph.model import SceneGraph
+
+if TYPE_CHECKING:
+    from scenerag.agents.result import AgentResult
 
 Method = Literal["cypher", "context", "codegen"]
 
@@ -156,6 +159,28 @@ class Record:
     error: str | None = None
     queries: list[str] = field(default_factory=list)
 
+    @classmethod
+    def from_result(cls, config: str, model: str, question: Question, result: AgentResult) -> Record:
+        """The record of ``result``, the agent's run on ``question``, checked against its solution."""
+        return cls(
+            config=config,
+            model=model,
+            uid=question.uid,
+            tags=list(question.tags),
+            correct=question.is_correct(result.answer),
+            answer=result.answer,
+            solution=question.solution,
+            input_tokens=result.usage.input_tokens,
+            tool_tokens=result.tool_tokens,
+            output_tokens=result.usage.output_tokens,
+            tool_calls=result.tool_calls,
+            valid_tool_rate=result.valid_tool_rate,
+            llm_calls=result.llm_calls,
+            wall_s=result.wall_s,
+            error=result.error,
+            queries=[t.input for t in result.tools],
+        )
+
 
 def _make_agent(run: RunConfig, model: Any, store: Any, graph: SceneGraph) -> Any:
     from scenerag.agents import CypherAgent, CypherAgentConfig, PddlGrounder
@@ -210,24 +235,7 @@ def run_experiment(
                 done += 1
                 if progress:
                     progress(run.label, done, total)
-                yield Record(
-                    config=run.label,
-                    model=run.model,
-                    uid=q.uid,
-                    tags=q.tags,
-                    correct=q.is_correct(result.answer),
-                    answer=result.answer,
-                    solution=q.solution,
-                    input_tokens=result.usage.input_tokens,
-                    tool_tokens=result.tool_tokens,
-                    output_tokens=result.usage.output_tokens,
-                    tool_calls=result.tool_calls,
-                    valid_tool_rate=result.valid_tool_rate,
-                    llm_calls=result.llm_calls,
-                    wall_s=result.wall_s,
-                    error=result.error,
-                    queries=[t.input for t in result.tools],
-                )
+                yield Record.from_result(run.label, run.model, q, result)
     finally:
         if own_store:
             store.close()
