@@ -63,12 +63,26 @@ def import_llama_cpp() -> Any:
 
 
 class _LoadedModel:
-    """One ``llama_cpp.Llama`` plus the lock that serialises its use and its compiled grammars."""
+    """One ``llama_cpp.Llama`` plus the lock that serialises its use, its compiled grammars and the
+    conversation its KV cache holds."""
 
     def __init__(self, llama: Any) -> None:
         self.llama = llama
         self.lock = threading.Lock()
         self.grammars: dict[str, Any] = {}
+        self.conversation: list[dict[str, Any]] = []
+
+    def start(self, wire: list[dict[str, Any]]) -> None:
+        """Clear the KV cache unless ``wire`` continues the cached conversation.
+
+        llama.cpp reuses the longest cached token prefix; across *different* conversations that makes a
+        greedy reply depend on what ran before (batch boundaries change the floats), so an evaluation's
+        answers would depend on question order. Within one conversation the reuse stays (the speed win).
+        """
+        prev = self.conversation
+        if not (len(wire) > len(prev) and wire[: len(prev)] == prev and prev):
+            self.llama.reset()
+        self.conversation = [dict(m) for m in wire]
 
 
 _LOADED: dict[tuple[str, int], _LoadedModel] = {}
@@ -221,6 +235,7 @@ class LocalChatModel:
             kwargs["grammar"] = self._grammar(schema)
         llama = self._model.llama
         with self._model.lock:
+            self._model.start(wire)
             try:
                 import llama_cpp
 
