@@ -11,16 +11,15 @@ import time
 from dataclasses import dataclass
 
 from scenerag.agents import prompts
-from scenerag.agents.base import RunState, normalize_answer
+from scenerag.agents.base import RunState
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.python_sandbox import run_python
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.agents.tool_agent import (
-    ANSWER_SCHEMA,
     AgentConfig,
     ToolAgent,
+    answer_with_corrections,
     default_answer_problems,
-    loads_object,
 )
 from scenerag.eval.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.graph import ontology as ont
@@ -125,26 +124,16 @@ class ContextWindowAgent:
             Message.system(system),
             Message.user(ToolAgent.user_prompt(question, task, answer_type)),
         ]
-        corrections = 0
         limit = self.config.max_corrections if self.config.mode == "agentic" else 0
         try:
-            while True:
-                resp = self.model.chat(
-                    state.messages, response_schema=ANSWER_SCHEMA, max_tokens=self.config.max_reply_tokens
-                )
-                state.add_usage(resp.usage)
-                state.messages.append(Message.assistant(resp.message.content))
-                raw = str(loads_object(resp.message.content).get("answer", ""))
-                state.result.raw_answer = raw
-                state.result.answer = normalize_answer(raw, task)
-                problems = default_answer_problems(state.result.answer, task, self.grounder)
-                state.result.error = "; ".join(problems) if problems else None
-                if not problems or corrections >= limit:
-                    break
-                corrections += 1
-                state.messages.append(
-                    Message.user("Your answer was rejected: " + "; ".join(problems) + ". Fix it.")
-                )
+            answer_with_corrections(
+                self.model,
+                state,
+                task,
+                self.grounder,
+                max_reply_tokens=self.config.max_reply_tokens,
+                max_corrections=limit,
+            )
         except LLMError as exc:
             state.result.error = str(exc)
         state.result.wall_s = time.perf_counter() - start

@@ -250,6 +250,33 @@ def default_answer_problems(answer: str, task: Task, grounder: Any | None) -> li
     return grounder.problems(answer) if grounder is not None else []
 
 
+def answer_with_corrections(
+    model: ChatModel,
+    state: RunState,
+    task: Task,
+    grounder: Any | None,
+    *,
+    max_reply_tokens: int,
+    max_corrections: int,
+) -> None:
+    """Ask ``model`` for a final ``{"answer": ...}`` on ``state.messages``; send problems back (at most
+    ``max_corrections`` times) and record the last answer and its problems on ``state.result``."""
+    corrections = 0
+    while True:
+        resp = model.chat(state.messages, response_schema=ANSWER_SCHEMA, max_tokens=max_reply_tokens)
+        state.add_usage(resp.usage)
+        state.messages.append(Message.assistant(resp.message.content))
+        raw = str(loads_object(resp.message.content).get("answer", ""))
+        state.result.raw_answer = raw
+        state.result.answer = normalize_answer(raw, task)
+        problems = default_answer_problems(state.result.answer, task, grounder)
+        state.result.error = "; ".join(problems) if problems else None
+        if not problems or corrections >= max_corrections:
+            return
+        corrections += 1
+        state.messages.append(Message.user("Your answer was rejected: " + "; ".join(problems) + ". Fix it."))
+
+
 def loads_object(text: str) -> dict[str, Any]:
     """The JSON object of a schema-constrained reply (backends already checked it parses)."""
     try:
