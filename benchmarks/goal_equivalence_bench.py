@@ -110,8 +110,10 @@ def main() -> None:
         ("sympy + presolve (fallback)", {"backend": "sympy"}),
         ("sympy only", {"backend": "sympy", "presolve": False}),
     ]
-    print(f"{'atoms':>5} {'method':<27} {'equivalent med/p95 ms':>22} {'not equivalent med/p95 ms':>26}"
-          f" {'atom occurrences (rewrite)':>27}")
+    print(
+        f"{'atoms':>5} {'method':<27} {'equivalent med/p95 ms':>22} {'not equivalent med/p95 ms':>26}"
+        f" {'atom occurrences (rewrite)':>27}"
+    )
     for n in args.sizes:
         rng = random.Random(args.seed * 1000 + n)
         pairs = []
@@ -129,8 +131,10 @@ def main() -> None:
                 continue
             eq = [timed_ms(g, r, options, True) for g, r, _ in pairs]
             ne = [timed_ms(f, r, options, False) for _, r, f in pairs]
-            print(f"{n:>5} {name:<27} {statistics.median(eq):>12.2f} / {p95(eq):>7.2f}"
-                  f" {statistics.median(ne):>15.2f} / {p95(ne):>7.2f} {size:>27.0f}")
+            print(
+                f"{n:>5} {name:<27} {statistics.median(eq):>12.2f} / {p95(eq):>7.2f}"
+                f" {statistics.median(ne):>15.2f} / {p95(ne):>7.2f} {size:>27.0f}"
+            )
 
 
 if __name__ == "__main__":

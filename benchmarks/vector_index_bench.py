@@ -62,7 +62,12 @@ NEW_NOUNS = _words(
     "sewing_machine abacus birdcage aquarium fishing_rod skateboard helmet saxophone"
 )
 CAPTION_PARTS = (
-    "sitting on", "leaning against", "next to", "partly hidden behind", "stacked on top of", "lying under"
+    "sitting on",
+    "leaning against",
+    "next to",
+    "partly hidden behind",
+    "stacked on top of",
+    "lying under",
 )
 
 
@@ -164,12 +169,18 @@ def bench_embedding(embedder: Any, table: Table) -> None:
     embedder.embed(sentences[:32])  # warm-up
     once = timed(lambda: embedder.embed(sentences[32:], batch_size=64), 1)
     n = len(sentences) - 32
-    table.add("batch embedding, 13-word sentences", f"{n / once[0]:.0f} sentences/s",
-              f"(cpu: {n / once.cpu[0]:.0f}/s; batch 64, cache misses)")
+    table.add(
+        "batch embedding, 13-word sentences",
+        f"{n / once[0]:.0f} sentences/s",
+        f"(cpu: {n / once.cpu[0]:.0f}/s; batch 64, cache misses)",
+    )
     labels = [f"{a} {n}" for a in ADJECTIVES for n in NOUNS[:40]][:960]
     once = timed(lambda: embedder.embed(labels, batch_size=128), 1)
-    table.add("batch embedding, short labels", f"{len(labels) / once[0]:.0f} labels/s",
-              f"(cpu: {len(labels) / once.cpu[0]:.0f}/s; batch 128)")
+    table.add(
+        "batch embedding, short labels",
+        f"{len(labels) / once[0]:.0f} labels/s",
+        f"(cpu: {len(labels) / once.cpu[0]:.0f}/s; batch 128)",
+    )
     singles = iter([f"{a} {n}" for a in ADJECTIVES for n in NEW_NOUNS][:100])
     table.latency("single new label embed", timed(lambda: embedder.embed([next(singles)]), 100))
     embedder.clear_cache()
@@ -213,14 +224,21 @@ def bench_entity_store(embedder: Any, args: argparse.Namespace, table: Table) ->
     for name, kw in [
         ("top-10 search, index only", {}),
         ("top-10 search, filter class+isDirty", {"filter": {"class": "mug", "isDirty": True}}),
-        ("top-10 search, filter room $in (5 rooms)", {"filter": {"room": {"$in": ["R1", "R2", "R3", "R4", "R5"]}}}),
+        (
+            "top-10 search, filter room $in (5 rooms)",
+            {"filter": {"room": {"$in": ["R1", "R2", "R3", "R4", "R5"]}}},
+        ),
         ("top-10 search, filter temperature $ne", {"filter": {"temperature": {"$ne": "Hot"}}}),
         ("top-10 search, numeric range (1% pass)", {"filter": {"mass_kg": {"$lt": 0.45}}}),
     ]:
-        samples = timed(lambda kw=kw: index.search(query_vectors[next(counter) % args.queries], 10, **kw), args.queries)
+        samples = timed(
+            lambda kw=kw: index.search(query_vectors[next(counter) % args.queries], 10, **kw), args.queries
+        )
         table.latency(name, samples)
     verbs = ["drink from", "sit on", "sleep in", "read", "cook with"]
-    fresh = iter([f"something to {verbs[i % 5]} in the {ROOMS[i % len(ROOMS)]} ({i})" for i in range(args.queries)])
+    fresh = iter(
+        [f"something to {verbs[i % 5]} in the {ROOMS[i % len(ROOMS)]} ({i})" for i in range(args.queries)]
+    )
     samples = timed(lambda: store.search(next(fresh), 10, labels=["Object"]), args.queries)
     table.latency("top-10 entity search from new query text", samples, "(query embedding included)")
 
@@ -235,13 +253,17 @@ def bench_entity_store(embedder: Any, args: argparse.Namespace, table: Table) ->
 
     samples = timed(add_new, len(new_labels))
     table.latency("update: add node with unseen label", samples, "(embedding included)")
-    batch_labels = [f"{a} {n.replace('_', ' ')} mk{j}" for j in range(2) for n in NEW_NOUNS for a in ADJECTIVES[:8]]
+    batch_labels = [
+        f"{a} {n.replace('_', ' ')} mk{j}" for j in range(2) for n in NEW_NOUNS for a in ADJECTIVES[:8]
+    ]
     batches = iter(range(10**9))
 
     def add_batch() -> None:
         b = next(batches)
-        nodes = [Node(f"M{b}_{j}", "Object", batch_labels[(b * 16 + j) % len(batch_labels)], (1.0, 2.0, 0.5))
-                 for j in range(16)]
+        nodes = [
+            Node(f"M{b}_{j}", "Object", batch_labels[(b * 16 + j) % len(batch_labels)], (1.0, 2.0, 0.5))
+            for j in range(16)
+        ]
         store.upsert_nodes(nodes, ancestors={node.symbol: {"room": "R1"} for node in nodes})
 
     samples = timed(add_batch, max(1, args.updates // 16))
@@ -258,15 +280,20 @@ def bench_entity_store(embedder: Any, args: argparse.Namespace, table: Table) ->
 
     table.latency("update: metadata-only change", timed(flip, args.updates))
     removed = iter(range(len(new_labels)))
-    table.latency("update: remove node", timed(lambda: store.remove_node(f"N{next(removed)}"), len(new_labels)))
+    table.latency(
+        "update: remove node", timed(lambda: store.remove_node(f"N{next(removed)}"), len(new_labels))
+    )
     for symbol in store.symbols():
         if symbol.startswith("M"):
             store.remove_node(symbol)  # the batch-added nodes are not in the graph; keep the re-sync clean
     graph.node("O0").attributes["isDirty"] = not graph.node("O0").attributes["isDirty"]
     t0 = time.perf_counter()
     report = store.sync(graph)
-    table.add("re-sync whole graph after 1 change", f"{time.perf_counter() - t0:.2f} s",
-              f"({report.changed} changed, {report.texts_embedded} texts embedded)")
+    table.add(
+        "re-sync whole graph after 1 change",
+        f"{time.perf_counter() - t0:.2f} s",
+        f"({report.changed} changed, {report.texts_embedded} texts embedded)",
+    )
 
 
 def bench_distinct_vectors(dim: int, args: argparse.Namespace, table: Table) -> None:
@@ -284,8 +311,9 @@ def bench_distinct_vectors(dim: int, args: argparse.Namespace, table: Table) -> 
     counter = iter(range(10**9))
     samples = timed(lambda: index.search(queries[next(counter) % args.queries], 10), args.queries)
     table.latency("worst case: top-10 search", samples)
-    samples = timed(lambda: index.search(queries[next(counter) % args.queries], 10, filter={"room": "R7"}),
-                    args.queries)
+    samples = timed(
+        lambda: index.search(queries[next(counter) % args.queries], 10, filter={"room": "R7"}), args.queries
+    )
     table.latency("worst case: top-10 search, filter room", samples)
     samples = timed(lambda: index.upsert([ids[next(counter) % args.nodes]], queries[0]), 200)
     table.latency("worst case: upsert existing id (new vector)", samples)
@@ -312,7 +340,9 @@ def main() -> None:
     args = parser.parse_args()
     import faiss
 
-    print(f"cores: {os.cpu_count()}, torch threads: {args.threads}, faiss threads: {faiss.omp_get_max_threads()}")
+    print(
+        f"cores: {os.cpu_count()}, torch threads: {args.threads}, faiss threads: {faiss.omp_get_max_threads()}"
+    )
     table = Table()
     t0 = time.perf_counter()
     embedder = make_embedder("minilm", threads=args.threads)

@@ -30,8 +30,6 @@ pytest.importorskip("open3d")
 pytest.importorskip("skimage")
 
 
-
-
 @pytest.fixture(scope="module")
 def recon(seq_root: Path) -> Reconstruction:
     return scan_sequence(open_sequence(seq_root))

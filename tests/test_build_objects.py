@@ -42,8 +42,6 @@ from scenerag.llm.base import LLMError, RetryPolicy
 pytest.importorskip("open3d")
 
 
-
-
 K = CameraIntrinsics(100.0, 100.0, 49.5, 39.5, 100, 80)
 
 

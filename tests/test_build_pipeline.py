@@ -25,8 +25,6 @@ from scenerag.llm import Message, ScriptedChatModel
 pytest.importorskip("open3d")
 
 
-
-
 @pytest.fixture(scope="module")
 def built(
     seq_root: Path, tmp_path_factory: pytest.TempPathFactory

@@ -39,10 +39,12 @@ from scenerag.eval.pddl_goal import negation_normal_form
 
 def test_parse_structure_and_case_insensitive_names() -> None:
     goal = parse_goal("(:goal (AND (Visited-Place P1) (or (holding O19) (NOT (safe O2)))))")
-    assert goal == And((
-        Atom("visited-place", ("P1",)),
-        Or((Atom("holding", ("O19",)), Not(Atom("safe", ("O2",))))),
-    ))
+    assert goal == And(
+        (
+            Atom("visited-place", ("P1",)),
+            Or((Atom("holding", ("O19",)), Not(Atom("safe", ("O2",))))),
+        )
+    )
     assert parse_goal("(visited-place P1)") == parse_goal("(:GOAL (visited-place P1))")
 
 
@@ -132,7 +134,8 @@ def test_goal_symbols_and_atoms() -> None:
     )
     assert goal_symbols(goal) == {"O19", "R2", "R1", "P3"}
     assert [format_goal(a) for a in goal_atoms("(and (holding O1) (HOLDING o1) (safe O1))")] == [
-        "(holding O1)", "(safe O1)",
+        "(holding O1)",
+        "(safe O1)",
     ]
 
 
@@ -149,8 +152,17 @@ def test_heracles_domain() -> None:
     assert HERACLES_DOMAIN.kinds["place"].labels == ("Place", "MeshPlace")
     assert HERACLES_DOMAIN.kind_of_label("MeshPlace").name == "place"  # type: ignore[union-attr]
     text = HERACLES_DOMAIN.describe()
-    for predicate in ("visited-place", "at-place", "visited-object", "at-object", "safe", "visited-room",
-                      "in-room", "holding", "object-in-place"):
+    for predicate in (
+        "visited-place",
+        "at-place",
+        "visited-object",
+        "at-object",
+        "safe",
+        "visited-room",
+        "in-room",
+        "holding",
+        "object-in-place",
+    ):
         assert f"({predicate} ?" in text
 
 
@@ -209,7 +221,7 @@ def test_check_goal_reports_each_problem_once_with_position() -> None:
     text = "(and (holding O99) (or (holding O99) (safe O1)))"
     problems = check_goal(text, HERACLES_DOMAIN, SYMBOLS)
     assert len(problems) == 1
-    assert text[problems[0].position:].startswith("(holding O99)")
+    assert text[problems[0].position :].startswith("(holding O99)")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -220,10 +232,14 @@ EQUIVALENT = [
     ("(and (holding O1) (holding O2))", "(and (holding O2) (holding O1))"),
     ("(or (holding O1) (and (holding O1) (safe O2)))", "(holding O1)"),  # absorption
     ("(and (holding O1) (or (holding O1) (safe O2)))", "(holding O1)"),
-    ("(and (at-place P1) (or (holding O1) (holding O2)))",
-     "(or (and (at-place P1) (holding O1)) (and (holding O2) (at-place P1)))"),  # distributivity
-    ("(or (at-place P1) (and (holding O1) (holding O2)))",
-     "(and (or (at-place P1) (holding O1)) (or (holding O2) (at-place P1)))"),
+    (
+        "(and (at-place P1) (or (holding O1) (holding O2)))",
+        "(or (and (at-place P1) (holding O1)) (and (holding O2) (at-place P1)))",
+    ),  # distributivity
+    (
+        "(or (at-place P1) (and (holding O1) (holding O2)))",
+        "(and (or (at-place P1) (holding O1)) (or (holding O2) (at-place P1)))",
+    ),
     ("(not (not (safe O1)))", "(safe O1)"),
     ("(not (and (holding O1) (holding O2)))", "(or (not (holding O1)) (not (holding O2)))"),  # De Morgan
     ("(not (or (holding O1) (holding O2)))", "(and (not (holding O1)) (not (holding O2)))"),
@@ -233,8 +249,10 @@ EQUIVALENT = [
     ("(or (holding O1) (not (holding O1)))", "(and)"),
     ("(and (holding O1) true)", "(holding O1)"),
     ("(or ?a (and ?b ?c))", "(and (or ?a ?b) (or ?c ?a))"),
-    ("(:goal (and (visited-place P59110) (at-place P10247)))",
-     "(and (at-place P10247) (visited-place P59110))"),
+    (
+        "(:goal (and (visited-place P59110) (at-place P10247)))",
+        "(and (at-place P10247) (visited-place P59110))",
+    ),
 ]
 
 NOT_EQUIVALENT = [
@@ -246,8 +264,10 @@ NOT_EQUIVALENT = [
     ("(not (and (holding O1) (holding O2)))", "(and (not (holding O1)) (not (holding O2)))"),
     ("(holding O1)", "(and (holding O1) (safe O1))"),
     ("(and (holding O1) (not (holding O1)))", "true"),
-    ("(or (holding O19) (holding O30) (holding O64) (holding O79))",
-     "(or (holding O19) (holding O30) (holding O64))"),
+    (
+        "(or (holding O19) (holding O30) (holding O64) (holding O79))",
+        "(or (holding O19) (holding O30) (holding O64))",
+    ),
 ]
 
 
@@ -285,7 +305,9 @@ def test_symbol_case_sensitivity_is_optional(presolve: bool) -> None:
         "(visited-place p4)", "(visited-place P4)", case_sensitive_symbols=True, presolve=presolve
     )
     assert not goals_equivalent(
-        "(and (visited-place p4) (visited-place P4))", "(visited-place P4)", case_sensitive_symbols=True,
+        "(and (visited-place p4) (visited-place P4))",
+        "(visited-place P4)",
+        case_sensitive_symbols=True,
         presolve=presolve,
     )
 
@@ -449,8 +471,12 @@ def test_simplify_examples() -> None:
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(st.lists(st.sampled_from([*"()?; \n", "and", "or", "not", "imply", ":goal", "holding", "O1", "true"]),
-                max_size=30).map("".join))
+@given(
+    st.lists(
+        st.sampled_from([*"()?; \n", "and", "or", "not", "imply", ":goal", "holding", "O1", "true"]),
+        max_size=30,
+    ).map("".join)
+)
 def test_fuzz_parse_never_crashes(text: str) -> None:
     try:
         goal = parse_goal(text)

@@ -20,12 +20,26 @@ def small_graph() -> SceneGraph:
     g.add("F1", "Floor", "floor", (0, 0, 0))
     g.add("R1", "Room", "kitchen", (1, 1, 0))
     g.add("P1", "Place", "place", (1, 1, 0))
-    g.add("O1", "Object", "coffee_mug", (1, 1, 1), description="blue mug", caption=CAPTION, isDirty=True,
-          name="Bob's mug", affordances=["fill", "wash"])
+    g.add(
+        "O1",
+        "Object",
+        "coffee_mug",
+        (1, 1, 1),
+        description="blue mug",
+        caption=CAPTION,
+        isDirty=True,
+        name="Bob's mug",
+        affordances=["fill", "wash"],
+    )
     g.add("E1", "FunctionalElement", "handle", (1, 1.1, 1))
     g.add("O2", "Object", "CoffeeTable", (2, 1, 0))
-    for parent, child, kind in [("B1", "F1", "CONTAINS"), ("F1", "R1", "CONTAINS"), ("R1", "P1", "CONTAINS"),
-                                ("P1", "O1", "CONTAINS"), ("O1", "E1", "HAS_ELEMENT")]:
+    for parent, child, kind in [
+        ("B1", "F1", "CONTAINS"),
+        ("F1", "R1", "CONTAINS"),
+        ("R1", "P1", "CONTAINS"),
+        ("P1", "O1", "CONTAINS"),
+        ("O1", "E1", "HAS_ELEMENT"),
+    ]:
         g.add_edge(parent, child, kind)
     return g
 

@@ -29,7 +29,9 @@ class CountingEmbedder:
         self.dim = inner.dim
         self.calls: list[list[str]] = []
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None
+    ) -> np.ndarray:
         self.calls.append(list(texts))
         return self.inner.embed(texts, batch_size=batch_size, progress=progress)
 
@@ -139,7 +141,9 @@ def test_incremental_sync_embeds_only_what_changed(embedder: CountingEmbedder) -
     embedder.reset()
     report = store.sync(graph)
     assert (report.added, report.reembedded, report.removed) == (1, 1, 1)
-    assert sorted(embedder.texts()) == sorted(["armchair", "laptop", "a silver laptop with stickers on its lid"])
+    assert sorted(embedder.texts()) == sorted(
+        ["armchair", "laptop", "a silver laptop with stickers on its lid"]
+    )
     assert "O7" not in store and all(h.symbol != "O7" for h in store.search("bed", 20))
     assert store.search("lounge chair", 1, labels=["Object"])[0].symbol == "O3"
     assert store.search("computer covered in stickers", 1)[0].symbol == "O8"
@@ -164,9 +168,13 @@ def test_incremental_sync_embeds_only_what_changed(embedder: CountingEmbedder) -
     box.attributes["summary"] = "a storage box holding winter clothes and two pairs of boots"
     embedder.reset()
     store.sync(graph)
-    assert sorted(embedder.texts()) == ["a storage box holding winter clothes and two pairs of boots", "storage box"]
+    assert sorted(embedder.texts()) == [
+        "a storage box holding winter clothes and two pairs of boots",
+        "storage box",
+    ]
     assert store.documents_of("O5") == {
-        "O5": "storage box", "O5#summary": "a storage box holding winter clothes and two pairs of boots"
+        "O5": "storage box",
+        "O5#summary": "a storage box holding winter clothes and two pairs of boots",
     }
     assert "O5#caption" not in store.index and "O5#summary" in store.index
 
@@ -236,7 +244,6 @@ def test_hydra_example_graph(hydra_graph: SceneGraph, embedder: CountingEmbedder
     hits = store.search("chair", 5, labels=["Object"])
     assert len(hits) == 5 and all(h.metadata["class"] == "seating" for h in hits)
     assert all(hydra_graph.node(h.metadata["room"]).label == "Room" for h in hits if "room" in h.metadata)
-
 
     def has_room(symbol: str) -> bool:
         frontier = [symbol]

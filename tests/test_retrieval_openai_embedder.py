@@ -64,17 +64,22 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
             self._reply(500, {"error": {"message": "temporary failure", "type": "server_error"}})
             return
         if body.get("model") != "test-embed":
-            self._reply(404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "invalid"}})
+            self._reply(
+                404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "invalid"}}
+            )
             return
         texts = body["input"]
         data = [{"object": "embedding", "index": i, "embedding": fake_vector(t)} for i, t in enumerate(texts)]
         data.reverse()  # clients must order by "index", not by position
-        self._reply(200, {
-            "object": "list",
-            "data": data,
-            "model": body["model"],
-            "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
-        })
+        self._reply(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+            },
+        )
 
 
 @pytest.fixture
@@ -147,7 +152,9 @@ def test_unreachable_endpoint_raises_a_clear_error() -> None:
         embedder = OpenAIEmbedder(
             "test-embed", base_url=f"http://127.0.0.1:{port}/v1", dim=DIM, max_retries=0, timeout_s=5
         )
-        with pytest.raises(EmbeddingError, match=rf"cannot reach the embedding endpoint http://127\.0\.0\.1:{port}/v1"):
+        with pytest.raises(
+            EmbeddingError, match=rf"cannot reach the embedding endpoint http://127\.0\.0\.1:{port}/v1"
+        ):
             embedder.embed(["hello"])
 
 

@@ -29,7 +29,11 @@ def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
 
 
 def brute_force(
-    vectors: dict[str, np.ndarray], metas: dict[str, dict[str, Any]], query: np.ndarray, k: int, keep: Any = None
+    vectors: dict[str, np.ndarray],
+    metas: dict[str, dict[str, Any]],
+    query: np.ndarray,
+    k: int,
+    keep: Any = None,
 ) -> list[tuple[str, float]]:
     q = query / np.linalg.norm(query)
     scored = [(id, float(v @ q)) for id, v in vectors.items() if keep is None or keep(metas[id])]
@@ -153,8 +157,11 @@ def test_identical_vectors_share_a_row_and_all_ids_are_returned() -> None:
     chair = np.ones(8, dtype=np.float32)
     table = np.arange(1, 9, dtype=np.float32)
     ids = [f"O{i}" for i in range(50)]
-    index.add(ids, np.stack([chair if i % 2 == 0 else table for i in range(50)]),
-              [{"room": f"R{i % 5}"} for i in range(50)])
+    index.add(
+        ids,
+        np.stack([chair if i % 2 == 0 else table for i in range(50)]),
+        [{"room": f"R{i % 5}"} for i in range(50)],
+    )
     assert len(index) == 50 and index.num_vectors == 2
     hits = index.search(chair, 30)
     assert {h.id for h in hits[:25]} == {f"O{i}" for i in range(0, 50, 2)}  # all chairs tie at the top
@@ -177,16 +184,23 @@ FILTER_CASES: list[tuple[dict[str, Any], Any]] = [
     ({"temperature": {"$nin": ["Hot", "Cold"]}}, lambda m: m["temperature"] not in ("Hot", "Cold")),
     ({"temperature": None}, lambda m: m["temperature"] is None),
     ({"height": {"$gte": 2.0, "$lt": 2.5}}, lambda m: 2.0 <= m["height"] < 2.5),
-    ({"height": {"$gt": 9.8}, "class": {"$ne": "sofa"}}, lambda m: m["height"] > 9.8 and m["class"] != "sofa"),
+    (
+        {"height": {"$gt": 9.8}, "class": {"$ne": "sofa"}},
+        lambda m: m["height"] > 9.8 and m["class"] != "sofa",
+    ),
     ({"floor": 1, "isDirty": False}, lambda m: m["floor"] == 1 and m["isDirty"] is False),
     ({"floor": 1.0}, lambda m: m["floor"] == 1),
     ({"isDirty": 1}, lambda m: False),  # booleans never equal numbers
     ({"tags": "a"}, lambda m: "a" in m["tags"]),
     ({"tags": {"$nin": ["a"]}}, lambda m: "a" not in m["tags"]),
-    ({"$or": [{"class": "sofa", "room": "R1"}, {"height": {"$lte": 0.0}}]},
-     lambda m: (m["class"] == "sofa" and m["room"] == "R1") or m["height"] <= 0.0),
-    ({"$and": [{"room": "R2"}, {"room": {"$in": ["R2", "R4"]}}], "class": "mug"},
-     lambda m: m["room"] == "R2" and m["class"] == "mug"),
+    (
+        {"$or": [{"class": "sofa", "room": "R1"}, {"height": {"$lte": 0.0}}]},
+        lambda m: (m["class"] == "sofa" and m["room"] == "R1") or m["height"] <= 0.0,
+    ),
+    (
+        {"$and": [{"room": "R2"}, {"room": {"$in": ["R2", "R4"]}}], "class": "mug"},
+        lambda m: m["room"] == "R2" and m["class"] == "mug",
+    ),
     ({"missing_field": {"$exists": False}, "room": "R0"}, lambda m: m["room"] == "R0"),
     ({"temperature": {"$exists": True}, "class": "table"}, lambda m: m["class"] == "table"),
     ({"class": "unicorn"}, lambda m: False),
@@ -194,7 +208,9 @@ FILTER_CASES: list[tuple[dict[str, Any], Any]] = [
 
 
 @pytest.mark.parametrize(("spec", "keep"), FILTER_CASES)
-def test_filters_are_exact_even_when_most_top_hits_fail(populated: Any, spec: dict[str, Any], keep: Any) -> None:
+def test_filters_are_exact_even_when_most_top_hits_fail(
+    populated: Any, spec: dict[str, Any], keep: Any
+) -> None:
     index, vectors, metas = populated
     rng = np.random.default_rng(11)
     assert index.count(spec) == sum(1 for m in metas.values() if keep(m))
@@ -206,7 +222,9 @@ def test_filters_are_exact_even_when_most_top_hits_fail(populated: Any, spec: di
             assert all(keep(h.metadata) for h in hits)
 
 
-def test_heavy_filter_on_near_duplicates_falls_back_to_a_filtered_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_heavy_filter_on_near_duplicates_falls_back_to_a_filtered_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The 500 best vectors all fail the filter; the few matching ids rank far below them."""
     rng = np.random.default_rng(5)
     query = unit(rng, 1)[0]
@@ -214,8 +232,10 @@ def test_heavy_filter_on_near_duplicates_falls_back_to_a_filtered_scan(monkeypat
     far = unit(rng, 1500)
     vectors = np.concatenate([close, far])
     ids = [f"P{i}" for i in range(2000)]
-    metas = [{"kind": "close", "score_band": 1} if i < 500 else {"kind": "far", "score_band": i % 50}
-             for i in range(2000)]
+    metas = [
+        {"kind": "close", "score_band": 1} if i < 500 else {"kind": "far", "score_band": i % 50}
+        for i in range(2000)
+    ]
     index = VectorIndex(DIM)
     index.add(ids, vectors, metas)
     as_dict = dict(zip(ids, vectors / np.linalg.norm(vectors, axis=1, keepdims=True), strict=True))
@@ -260,7 +280,10 @@ def test_numeric_filters_on_list_values_and_after_row_moves() -> None:
     query = unit(rng, 1)[0]
     for spec, keep in [
         ({"size": {"$gte": 24, "$lt": 27}}, in_range),
-        ({"size": {"$gte": 24, "$lt": 27}, "n": {"$lte": 400}}, lambda m: in_range(m) and m.get("n", 1e9) <= 400),
+        (
+            {"size": {"$gte": 24, "$lt": 27}, "n": {"$lte": 400}},
+            lambda m: in_range(m) and m.get("n", 1e9) <= 400,
+        ),
         ({"n": 301}, lambda m: m.get("n") == 301),
         ({"size": "big"}, lambda m: m["size"] == "big"),
     ]:

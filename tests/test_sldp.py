@@ -39,8 +39,10 @@ from scenerag.eval import (
     [
         ("<1, 2, 3>", SldpSet((SldpNumber(1), SldpNumber(2), SldpNumber(3)))),
         ("[a, b]", SldpList((SldpString("a"), SldpString("b")))),
-        ("{k1: v1, k2: 2}",
-         SldpDict(((SldpString("k1"), SldpString("v1")), (SldpString("k2"), SldpNumber(2))))),
+        (
+            "{k1: v1, k2: 2}",
+            SldpDict(((SldpString("k1"), SldpString("v1")), (SldpString("k2"), SldpNumber(2)))),
+        ),
         ("POINT(1 2.5 -3)", SldpPoint((1.0, 2.5, -3.0))),
         ("point( 1, 2 )", SldpPoint((1.0, 2.0))),
         ("-1.5e3", SldpNumber(-1500.0)),
@@ -290,8 +292,9 @@ _scalars = (
     | st.text(max_size=12)
     | st.sampled_from(["chair", "O12", "coffee table", "12", "1.5", "POINT", "true", "children's room"])
 )
-_hashables = st.recursive(_scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=4),
-                          max_leaves=8)
+_hashables = st.recursive(
+    _scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=4), max_leaves=8
+)
 _python_values = st.recursive(
     _scalars,
     lambda inner: (
