@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from scenerag.store.schema import SCHEMA_VERSION, GraphSchema, schema_from_graph
 
 CURRENT = "CURRENT"
 _CHUNK = 100_000
+_COLLECTOR_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
 _jvm_ready = False
 
 
@@ -44,9 +46,9 @@ def _start_jvm() -> None:
         [] if os.environ.get("SCENERAG_DB_VERBOSE") else [f"-Djava.util.logging.config.file={log_config}"]
     )
     # Throughput collector: bulk loads allocate heavily and G1's concurrent work competes with the loader
-    # on small machines (1M places: 94 s -> 58-70 s wall, benchmarks/store_bench.py). A GC chosen in
-    # ARCADEDB_JVM_ARGS wins.
-    if "GC" not in os.environ.get("ARCADEDB_JVM_ARGS", ""):
+    # on small machines (1M-place bulk load, quiet 2-core machine: 94 s with G1, 58-70 s). A collector
+    # chosen in ARCADEDB_JVM_ARGS (-XX:+Use...GC) wins; other GC flags there keep this default.
+    if not _COLLECTOR_FLAG.search(os.environ.get("ARCADEDB_JVM_ARGS", "")):
         jvm_args.append("-XX:+UseParallelGC")
     saved = os.dup(2)
     with tempfile.TemporaryFile() as err:
