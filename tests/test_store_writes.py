@@ -14,6 +14,7 @@ from scenerag import SceneGraph
 from scenerag.errors import StoreError
 from scenerag.graph import ontology as ont
 from scenerag.store import CypherStore, open_store
+from scenerag.store.export import export_graph
 
 
 def test_set_and_create_in_write_mode(fresh_store: CypherStore) -> None:
@@ -43,6 +44,70 @@ def small(n_objects: int) -> SceneGraph:
         g.add(f"O{i}", ont.OBJECT, "cup", (i, 0, 0))
         g.add_edge("R1", f"O{i}", ont.CONTAINS)
     return g
+
+
+def test_load_keeps_every_property(fresh_store: CypherStore) -> None:
+    """Free attributes of every JSON type, descriptions, bboxes, grid cells and edge properties survive a
+    load (and an export) on both backends; nodes without extras get none."""
+    g = SceneGraph()
+    g.add("R1", ont.ROOM, "kitchen", (-0.5, 19.99, 0.0), description="a small kitchen")
+    g.add(
+        "O1",
+        ont.OBJECT,
+        "mug",
+        (1.25, -3.5, 0.75),
+        bbox_center=(1.25, -3.5, 0.8),
+        bbox_dim=(0.1, 0.1, 0.12),
+        count=3,
+        ratio=0.5,
+        open=False,
+        tags=["ceramic", "blue"],
+    )
+    g.add("O2", ont.OBJECT, "plate", (2.0, 2.0, 0.7))
+    g.add_edge("R1", "O1", ont.CONTAINS)
+    g.add_edge("R1", "O2", ont.CONTAINS)
+    g.add_edge("O1", "O2", "NEAR", distance=1.5, via="table")
+    fresh_store.load(g)
+    rows = fresh_store.query(
+        "MATCH (n) RETURN n.nodeSymbol AS s, properties(n) AS p ORDER BY s", max_rows=10
+    ).rows
+    props = {r["s"]: r["p"] for r in rows}
+    assert props["R1"] == {
+        "nodeSymbol": "R1",
+        "class": "kitchen",
+        "center": {"x": -0.5, "y": 19.99, "z": 0.0},
+        "cell": "-1_1",
+        "description": "a small kitchen",
+    }
+    assert props["O1"] == {
+        "nodeSymbol": "O1",
+        "class": "mug",
+        "center": {"x": 1.25, "y": -3.5, "z": 0.75},
+        "cell": "0_-1",
+        "bbox_center": {"x": 1.25, "y": -3.5, "z": 0.8},
+        "bbox_dim": [0.1, 0.1, 0.12],
+        "count": 3,
+        "ratio": 0.5,
+        "open": False,
+        "tags": ["ceramic", "blue"],
+    }
+    assert set(props["O2"]) == {"nodeSymbol", "class", "center", "cell"}
+    edge = fresh_store.query(
+        "MATCH (a)-[r:NEAR]->(b) RETURN a.nodeSymbol AS a, b.nodeSymbol AS b, r.distance AS d, r.via AS v"
+    )
+    assert edge.rows == [{"a": "O1", "b": "O2", "d": 1.5, "v": "table"}]
+    contained = fresh_store.query(
+        "MATCH (:Room {nodeSymbol: 'R1'})-[:CONTAINS]->(o) RETURN o.nodeSymbol AS s ORDER BY s"
+    )
+    assert contained.rows == [{"s": "O1"}, {"s": "O2"}]
+    back = export_graph(fresh_store)
+    assert back.node("O1").attributes == {
+        "count": 3,
+        "ratio": 0.5,
+        "open": False,
+        "tags": ["ceramic", "blue"],
+    }
+    assert back.node("R1").description == "a small kitchen"
 
 
 def test_failed_load_keeps_previous_graph(fresh_store: CypherStore) -> None:

@@ -9,12 +9,14 @@ killed load leaves the previous generation live. One process at a time may open 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import shutil
 import tempfile
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +25,12 @@ from scenerag.graph import ontology as ont
 from scenerag.graph.model import Node, SceneGraph
 from scenerag.store.base import CypherStore, ProgressFn, QueryError, db_error, normalize_value
 from scenerag.store.introspect import introspect
-from scenerag.store.rows import CELL_KEY, edge_groups, node_properties, nodes_by_label, nodes_json
+from scenerag.store.rows import CELL_KEY, CELL_SIZE_M, edge_groups, node_extras, nodes_by_label
 from scenerag.store.schema import SCHEMA_VERSION, GraphSchema, schema_from_graph
 
 CURRENT = "CURRENT"
 _CHUNK = 100_000
+_EDGE_CHUNK = 500_000
 _COLLECTOR_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
 _jvm_ready = False
 
@@ -71,20 +74,64 @@ def _start_jvm() -> None:
     _jvm_ready = True
 
 
-def _create_vertices(batch: Any, label: str, nodes: list[Node]) -> list[str]:
-    """Create the vertices of ``nodes`` (properties as ``node_properties``), returning their RIDs in order.
+_LOADER_JAR = Path(__file__).with_name("java") / "scenerag-arcade.jar"
 
-    Rows cross the JPype boundary as one JSON document (nested point maps and lists included) through
-    the package's ``VertexBatcher`` bridge; without the bridge, the package's per-value path is used.
-    """
+
+@functools.cache
+def _bulk_loader_class() -> Any:
+    """``scenerag.arcade.BulkLoader`` (``java/BulkLoader.java``), loaded from the package's jar by a class
+    loader whose parent sees the ArcadeDB engine."""
     import jpype
 
-    try:
-        batcher = jpype.JClass("com.arcadedb.python.VertexBatcher")
-    except Exception:  # bridge jar absent in this arcadedb-embedded build
-        return list(batch.create_vertices(label, [node_properties(n) for n in nodes]))
-    joined = str(batcher.createVerticesJson(batch._java_graph_batch, label, nodes_json(nodes)))
-    return joined.split(";") if joined else []
+    if not _LOADER_JAR.is_file():
+        raise StoreError(f"{_LOADER_JAR} is missing", hint="reinstall scenerag or run scripts/build_java.py")
+    url = jpype.JClass("java.io.File")(str(_LOADER_JAR)).toURI().toURL()
+    parent = jpype.JClass("java.lang.ClassLoader").getSystemClassLoader()
+    urls = jpype.JArray(jpype.JClass("java.net.URL"))([url])
+    loader = jpype.JClass("java.net.URLClassLoader")(urls, parent)
+    return jpype.JClass("scenerag.arcade.BulkLoader", loader=loader)
+
+
+def _json_or_none(props: dict[str, Any]) -> str | None:
+    return json.dumps(props, separators=(",", ":")) if props else None
+
+
+def _vertex_columns(nodes: list[Node]) -> tuple[list[str], list[str], Any, list[str | None] | None]:
+    """``BulkLoader.addVertices`` columns of ``nodes``: symbols, classes, x/y/z (float64, three per node)
+    and per node the JSON of its ``node_extras`` (None when no node has any)."""
+    import numpy as np
+
+    extras = [_json_or_none(node_extras(n)) for n in nodes]
+    return (
+        [n.symbol for n in nodes],
+        [n.class_name for n in nodes],
+        np.array([n.position for n in nodes], dtype=np.float64).ravel(),
+        extras if any(extras) else None,
+    )
+
+
+def _edge_columns(
+    groups: list[tuple[str, list[str], list[str], list[dict[str, Any]] | None]], order: list[Node]
+) -> list[tuple[str, Any, Any, list[str | None] | None]]:
+    """``BulkLoader.addEdges`` columns in chunks of ``_EDGE_CHUNK`` edges: type, source and target indices
+    (int32, positions in ``order``, the vertex creation order) and per edge its JSON properties (None when
+    the type has none)."""
+    import numpy as np
+
+    index = {n.symbol: i for i, n in enumerate(order)}
+    out = []
+    for etype, sources, targets, attrs in groups:
+        for start in range(0, len(sources), _EDGE_CHUNK):
+            stop = min(start + _EDGE_CHUNK, len(sources))
+            out.append(
+                (
+                    etype,
+                    np.fromiter(map(index.__getitem__, sources[start:stop]), np.int32, stop - start),
+                    np.fromiter(map(index.__getitem__, targets[start:stop]), np.int32, stop - start),
+                    [_json_or_none(a) for a in attrs[start:stop]] if attrs is not None else None,
+                )
+            )
+    return out
 
 
 def _gen_index(name: str) -> int:
@@ -184,10 +231,10 @@ class ArcadeStore(CypherStore):
         gen_dir = self.root / name
         gen_dir.mkdir()
         db = None
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scenerag-load")
         try:
             db = adb.create_database(str(gen_dir / "db"))
-            self._bulk_load(db, graph, progress)
-            schema = schema_from_graph(graph)
+            schema = self._bulk_load(db, graph, progress, worker)
             (gen_dir / "schema.json").write_text(json.dumps(schema.to_dict()))
         except BaseException as exc:
             if db is not None:
@@ -200,6 +247,8 @@ class ArcadeStore(CypherStore):
                 f"loading into {self.root} failed: {str(exc)[:400]}",
                 hint="the previous graph is unchanged",
             ) from exc
+        finally:
+            worker.shutdown(wait=False, cancel_futures=True)
         # Swap: the rename is the commit point.
         tmp = self.root / f"{CURRENT}.tmp"
         tmp.write_text(name)
@@ -212,60 +261,94 @@ class ArcadeStore(CypherStore):
         if old_gen:
             shutil.rmtree(self.root / old_gen, ignore_errors=True)
 
-    def _bulk_load(self, db: Any, graph: SceneGraph, progress: ProgressFn | None) -> None:
-        """Fast path: one JSON document per chunk of vertices and one joined RID string per chunk of edges
-        cross into the JVM (per-value marshalling is ~10x slower); property-less edge types are declared
-        LIGHTWEIGHT (no edge record, ~2x faster to write); indexes are declared before the data."""
+    def _bulk_load(
+        self, db: Any, graph: SceneGraph, progress: ProgressFn | None, worker: ThreadPoolExecutor
+    ) -> GraphSchema:
+        """Write ``graph`` into the empty ``db`` and return its schema.
+
+        Fast path: ArcadeDB's ``GraphBatch`` (no WAL) fed by ``BulkLoader`` with columns (Java arrays of
+        symbols, classes and coordinates; JSON only for nodes with extra properties) and edges as vertex
+        indices, so nothing crosses into the JVM per value and no RID is formatted or parsed; property-less
+        edge types are LIGHTWEIGHT (no edge record, ~2x faster to write); indexes are declared before the
+        data (maintained during the batch, 10-25% cheaper than building after). The pure-Python work
+        (columns, edge indices, schema) runs on ``worker`` while the JVM writes: JPype releases the GIL
+        during Java calls.
+        """
+        import jpype
+
         by_label = nodes_by_label(graph)
+        chunks = [
+            (label, nodes[i : i + _CHUNK])
+            for label, nodes in by_label.items()
+            for i in range(0, len(nodes), _CHUNK)
+        ]
+        vertex_columns = [worker.submit(_vertex_columns, chunk) for _, chunk in chunks]
         groups = list(edge_groups(graph))
-        for label in by_label:
-            db.command("sql", f"CREATE VERTEX TYPE `{label}`")
-            db.command("sql", f"CREATE PROPERTY `{label}`.{ont.SYMBOL_KEY} STRING")
-            db.command("sql", f"CREATE PROPERTY `{label}`.{CELL_KEY} STRING")
-            # Indexes exist before the data: maintained during the batch, 10-25% cheaper than building after.
-            db.command("sql", f"CREATE INDEX ON `{label}` ({ont.SYMBOL_KEY}) UNIQUE")
-            db.command("sql", f"CREATE INDEX ON `{label}` ({CELL_KEY}) NOTUNIQUE")
-        light_types = {etype for etype, _, _, attrs in groups if attrs is None and self.light_edges}
-        for etype in sorted({g[0] for g in groups}):
-            db.command(
-                "sql", f"CREATE EDGE TYPE `{etype}`" + (" LIGHTWEIGHT" if etype in light_types else "")
-            )
+        # BulkLoader numbers vertices in creation order (the order of ``chunks``), so edge endpoints are
+        # known before any vertex is written.
+        edge_columns = worker.submit(_edge_columns, groups, [n for _, chunk in chunks for n in chunk])
+        schema = worker.submit(schema_from_graph, graph)
+        self._create_types(db, list(by_label), groups)
+        strings, doubles, ints = (
+            jpype.JArray(jpype.JString),
+            jpype.JArray(jpype.JDouble),
+            jpype.JArray(jpype.JInt),
+        )
         total_nodes, total_edges = graph.num_nodes, graph.num_edges
-        rid: dict[str, str] = {}
         done = 0
         with db.graph_batch(
             batch_size=200_000,
             use_wal=False,
             expected_edge_count=max(total_edges, 1),
-            light_edges=bool(light_types),
+            light_edges=self.light_edges and any(attrs is None for *_, attrs in groups),
             parallel_flush=True,
             pre_allocate_edge_chunks=True,
             edge_list_initial_size=128,
         ) as batch:
-            for label, nodes in by_label.items():
-                for start in range(0, len(nodes), _CHUNK):
-                    chunk = nodes[start : start + _CHUNK]
-                    rids = _create_vertices(batch, label, chunk)
-                    rid.update(zip((n.symbol for n in chunk), rids, strict=True))
-                    done += len(chunk)
-                    if progress:
-                        progress("nodes", done, total_nodes)
+            loader = _bulk_loader_class()(batch._java_graph_batch, total_nodes, CELL_SIZE_M)
+            for (label, chunk), columns in zip(chunks, vertex_columns, strict=True):
+                symbols, classes, xyz, extras = columns.result()
+                loader.addVertices(
+                    label,
+                    strings(symbols),
+                    strings(classes),
+                    doubles(xyz),
+                    strings(extras) if extras else None,
+                )
+                done += len(chunk)
+                if progress:
+                    progress("nodes", done, total_nodes)
             done = 0
-            for etype, sources, targets, attrs in groups:
-                for start in range(0, len(sources), _CHUNK * 5):
-                    stop = start + _CHUNK * 5
-                    batch.new_edges(
-                        [rid[s] for s in sources[start:stop]],
-                        etype,
-                        [rid[t] for t in targets[start:stop]],
-                        attrs[start:stop] if attrs is not None else None,
-                    )
-                    done += min(stop, len(sources)) - start
-                    if progress:
-                        progress("edges", done, total_edges)
+            for etype, sources, targets, props in edge_columns.result():
+                loader.addEdges(etype, ints(sources), ints(targets), strings(props) if props else None)
+                done += len(sources)
+                if progress:
+                    progress("edges", done, total_edges)
         counted = sum(int(db.count_type(label)) for label in by_label)
         if counted != total_nodes:
             raise StoreError(f"bulk load stored {counted} nodes, expected {total_nodes}")
+        return schema.result()
+
+    def _create_types(self, db: Any, labels: list[str], groups: list[tuple[str, Any, Any, Any]]) -> None:
+        """Vertex types with their indexed properties, then edge types (LIGHTWEIGHT where no edge of the
+        type has properties and ``light_edges`` is on), through the Java schema API (the SQL equivalents
+        cost ~0.6 s of parser warm-up in a fresh process)."""
+        import jpype
+
+        schema = db._java_db.getSchema()
+        prop_type = jpype.JClass("com.arcadedb.schema.Type")
+        lsm_tree = jpype.JClass("com.arcadedb.schema.Schema$INDEX_TYPE").LSM_TREE
+        for label in labels:
+            vertex_type = schema.createVertexType(label)
+            for key in (ont.SYMBOL_KEY, CELL_KEY):
+                vertex_type.createProperty(key, prop_type.STRING)
+                # NOTUNIQUE like the Bolt backend's index: symbols are unique by construction of a
+                # SceneGraph, and a UNIQUE index checks every insert against the whole index (40% of
+                # vertex-creation time at 1M places).
+                schema.createTypeIndex(lsm_tree, False, label, [key])
+        light_types = {etype for etype, _, _, attrs in groups if attrs is None and self.light_edges}
+        for etype in sorted({g[0] for g in groups}):
+            schema.buildEdgeType().withName(etype).withLightweight(etype in light_types).create()
 
     # -- queries --------------------------------------------------------------------------------------
     def _require_db(self) -> Any:
