@@ -25,7 +25,7 @@ from scenerag.errors import SceneRagError
 from scenerag.eval.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
-from scenerag.llm.base import ChatModel, Message, ToolSpec
+from scenerag.llm.base import ChatModel, ToolSpec
 from scenerag.retrieval.documents import DocumentConfig
 from scenerag.retrieval.embeddings import Embedder
 from scenerag.retrieval.entity_store import EntityStore
@@ -235,64 +235,33 @@ class HybridCypherAgent(CypherAgent):
             return out
         return self._tool(state, text)
 
-    # -- the agentic loop with two tools -----------------------------------------------------------------------
-    def _agentic(self, state: RunState, question: str, task: Any, answer_type: str | None) -> None:
-        cfg = self.config
-        native = self.native_tools
-        system = self.system_prompt(task) + ("" if native else "\n\n" + self.json_action_instructions())
-        state.messages = [Message.system(system), Message.user(self.user_prompt(question, task, answer_type))]
-        corrections = 0
-        while True:
-            can_call = len(state.result.tools) < cfg.max_tool_calls
-            if native:
-                resp = self._chat(state, tools=self.tools if can_call else None)
-                msg = resp.message
-                if msg.tool_calls and can_call:
-                    state.messages.append(msg)
-                    for call in msg.tool_calls:
-                        if len(state.result.tools) >= cfg.max_tool_calls:
-                            out = "Tool limit reached: give your final answer now."
-                        elif call.name == VECTOR_SEARCH:
-                            out = self._call_tool(
-                                state,
-                                VECTOR_SEARCH,
-                                str(call.arguments.get("text", "")),
-                                str(call.arguments.get("label", ANY_LABEL)),
-                            )
-                        else:
-                            query = call.arguments.get("query")
-                            if not isinstance(query, str):
-                                query = next((v for v in call.arguments.values() if isinstance(v, str)), "")
-                            out = self._call_tool(state, CYPHER_TOOL.name, query, ANY_LABEL)
-                        state.messages.append(Message.tool(call.id, out))
-                    continue
-                raw = msg.content
-                state.messages.append(Message.assistant(raw))
-            else:
-                resp = self._chat(state, response_schema=self.action_schema(can_call=can_call))
-                value = loads_object(resp.message.content)
-                state.messages.append(Message.assistant(resp.message.content))
-                action = str(value.get("action", "answer")).lower()
-                tool = str(value.get("tool", CYPHER_TOOL.name))
-                text = str(value.get("input", ""))
-                if action == "tool" and can_call:
-                    out = self._call_tool(state, tool, text, str(value.get("label", ANY_LABEL)))
-                    left = cfg.max_tool_calls - len(state.result.tools)
-                    note = f"({left} tool calls left)" if left else "(no tool calls left: answer now)"
-                    state.messages.append(Message.user(f"Result of {tool}:\n{out}\n{note}"))
-                    continue
-                raw = text
-            problems = self._accept(state, raw, task)
-            if not problems or corrections >= cfg.max_corrections:
-                return
-            corrections += 1
-            state.messages.append(
-                Message.user(
-                    "Your answer was rejected: "
-                    + "; ".join(problems)
-                    + ". Fix it (use the tools again if you must)."
-                )
+    # -- the agentic loop's tool hooks (two tools) ---------------------------------------------------------------
+    def _tool_specs(self) -> list[ToolSpec]:
+        return self.tools
+
+    def _run_tool_call(self, state: RunState, name: str, arguments: dict[str, Any]) -> str:
+        if name == VECTOR_SEARCH:
+            text, label = str(arguments.get("text", "")), str(arguments.get("label", ANY_LABEL))
+            return self._call_tool(state, VECTOR_SEARCH, text, label)
+        query = arguments.get("query")
+        if not isinstance(query, str):
+            query = next((v for v in arguments.values() if isinstance(v, str)), "")
+        return self._call_tool(state, CYPHER_TOOL.name, query, ANY_LABEL)
+
+    def _json_schema(self, *, can_call: bool) -> dict[str, Any]:
+        return self.action_schema(can_call=can_call)
+
+    def _json_turn(self, state: RunState, content: str, *, can_call: bool) -> tuple[str | None, str]:
+        value = loads_object(content)
+        action = str(value.get("action", "answer")).lower()
+        tool = str(value.get("tool", CYPHER_TOOL.name))
+        text = str(value.get("input", ""))
+        if action == "tool" and can_call:
+            return (
+                f"Result of {tool}:\n{self._call_tool(state, tool, text, str(value.get('label', ANY_LABEL)))}",
+                "",
             )
+        return None, text
 
 
 __all__ = [

@@ -172,6 +172,29 @@ class ToolAgent(abc.ABC):
             out = "You already ran this exact input and it failed the same way: change it.\n" + out
         return out
 
+    # -- tool hooks: one tool here; agents with several tools (HybridCypherAgent) override these four ------------
+    def _tool_specs(self) -> list[ToolSpec]:
+        """The tools offered to a model with native tool calls."""
+        return [self.tool_spec]
+
+    def _run_tool_call(self, state: RunState, name: str, arguments: dict[str, Any]) -> str:
+        """Run one native tool call; return what the model sees."""
+        return self._tool(state, _first_string(arguments))
+
+    def _json_schema(self, *, can_call: bool) -> dict[str, Any]:
+        """The JSON action a model without native tool calls must reply with."""
+        return ACTION_SCHEMA if can_call else ANSWER_ACTION_SCHEMA
+
+    def _json_turn(self, state: RunState, content: str, *, can_call: bool) -> tuple[str | None, str]:
+        """Act on one JSON-mode reply: ``(message reporting the tool result, "")`` after a tool call,
+        ``(None, answer text)`` otherwise."""
+        action = _parse_action(content)
+        if action["action"] == "answer" and can_call and self.is_tool_input(action["input"]):
+            action["action"] = "tool"  # small models "answer" with the query they mean to run
+        if action["action"] == "tool" and can_call:
+            return f"Result:\n{self._tool(state, action['input'])}", ""
+        return None, action["input"]
+
     def _agentic(self, state: RunState, question: str, task: Task, answer_type: str | None) -> None:
         cfg = self.config
         native = self.native_tools
@@ -181,7 +204,7 @@ class ToolAgent(abc.ABC):
         while True:
             can_call = len(state.result.tools) < cfg.max_tool_calls
             if native:
-                resp = self._chat(state, tools=[self.tool_spec] if can_call else None)
+                resp = self._chat(state, tools=self._tool_specs() if can_call else None)
                 msg = resp.message
                 if msg.tool_calls and can_call:
                     state.messages.append(msg)
@@ -189,33 +212,30 @@ class ToolAgent(abc.ABC):
                         if len(state.result.tools) >= cfg.max_tool_calls:
                             out = "Tool limit reached: give your final answer now."
                         else:
-                            out = self._tool(state, _first_string(call.arguments))
+                            out = self._run_tool_call(state, call.name, call.arguments)
                         state.messages.append(Message.tool(call.id, out))
                     continue
                 raw = msg.content
                 state.messages.append(Message.assistant(raw))
             else:
-                resp = self._chat(state, response_schema=ACTION_SCHEMA if can_call else ANSWER_ACTION_SCHEMA)
-                action = _parse_action(resp.message.content)
+                resp = self._chat(state, response_schema=self._json_schema(can_call=can_call))
                 state.messages.append(Message.assistant(resp.message.content))
-                if action["action"] == "answer" and can_call and self.is_tool_input(action["input"]):
-                    action["action"] = "tool"  # small models "answer" with the query they mean to run
-                if action["action"] == "tool" and can_call:
-                    out = self._tool(state, action["input"])
+                report, raw = self._json_turn(state, resp.message.content, can_call=can_call)
+                if report is not None:
                     left = cfg.max_tool_calls - len(state.result.tools)
                     note = f"({left} tool calls left)" if left else "(no tool calls left: answer now)"
-                    state.messages.append(Message.user(f"Result:\n{out}\n{note}"))
+                    state.messages.append(Message.user(f"{report}\n{note}"))
                     continue
-                raw = action["input"]
             problems = self._accept(state, raw, task)
             if not problems or corrections >= cfg.max_corrections:
                 return
             corrections += 1
+            tools = "tools" if len(self._tool_specs()) > 1 else "tool"
             state.messages.append(
                 Message.user(
                     "Your answer was rejected: "
                     + "; ".join(problems)
-                    + ". Fix it (use the tool again if you must)."
+                    + f". Fix it (use the {tools} again if you must)."
                 )
             )
 
