@@ -6,10 +6,11 @@ Usage::
     .venv/bin/python benchmarks/store_bench.py --sizes 15944   # one size
     .venv/bin/python benchmarks/store_bench.py --backend bolt  # through the neo4j driver to an ArcadeDB server
 
-Prints, per size: generation time; load time of the first load (for the first size, that of a fresh JVM:
-class loading and JIT warm-up included) and the median of the further ``--loads`` (wall and CPU); p50/p95 of transitive containment (room -> objects through
-places), 5-hop place neighbourhood, 10 m radius queries (plain and through the ``cell`` grid index), the
-client-side query overhead, and the resident memory of the process (Python + JVM).
+Prints, per size: generation time; the time of the first load (for the first size, that of a fresh JVM:
+class loading and JIT warm-up included) and the median of the further ``--loads`` (wall and CPU); p50/p95
+of transitive containment (room -> objects through places), 5-hop place neighbourhood, 10 m radius
+queries (plain and through the ``cell`` grid index), the client-side query overhead, and the resident
+memory of the process (Python + JVM).
 """
 
 from __future__ import annotations

@@ -111,14 +111,15 @@ def _vertex_columns(nodes: list[Node]) -> tuple[list[str], list[str], Any, list[
 
 
 def _edge_columns(
-    groups: list[tuple[str, list[str], list[str], list[dict[str, Any]] | None]], order: list[Node]
+    groups: list[tuple[str, list[str], list[str], list[dict[str, Any]] | None]],
+    chunks: list[tuple[str, list[Node]]],
 ) -> list[tuple[str, Any, Any, list[str | None] | None]]:
     """``BulkLoader.addEdges`` columns in chunks of ``_EDGE_CHUNK`` edges: type, source and target indices
-    (int32, positions in ``order``, the vertex creation order) and per edge its JSON properties (None when
-    the type has none)."""
+    (int32, positions in the vertex creation order, which is that of ``chunks``) and per edge its JSON
+    properties (None when the type has none)."""
     import numpy as np
 
-    index = {n.symbol: i for i, n in enumerate(order)}
+    index = {n.symbol: i for i, n in enumerate(n for _, nodes in chunks for n in nodes)}
     out = []
     for etype, sources, targets, attrs in groups:
         for start in range(0, len(sources), _EDGE_CHUNK):
@@ -286,9 +287,9 @@ class ArcadeStore(CypherStore):
         groups = list(edge_groups(graph))
         # BulkLoader numbers vertices in creation order (the order of ``chunks``), so edge endpoints are
         # known before any vertex is written.
-        edge_columns = worker.submit(_edge_columns, groups, [n for _, chunk in chunks for n in chunk])
+        edge_columns = worker.submit(_edge_columns, groups, chunks)
         schema = worker.submit(schema_from_graph, graph)
-        self._create_types(db, list(by_label), groups)
+        light_types = self._create_types(db, list(by_label), groups)
         strings, doubles, ints = (
             jpype.JArray(jpype.JString),
             jpype.JArray(jpype.JDouble),
@@ -300,7 +301,7 @@ class ArcadeStore(CypherStore):
             batch_size=200_000,
             use_wal=False,
             expected_edge_count=max(total_edges, 1),
-            light_edges=self.light_edges and any(attrs is None for *_, attrs in groups),
+            light_edges=bool(light_types),
             parallel_flush=True,
             pre_allocate_edge_chunks=True,
             edge_list_initial_size=128,
@@ -329,10 +330,10 @@ class ArcadeStore(CypherStore):
             raise StoreError(f"bulk load stored {counted} nodes, expected {total_nodes}")
         return schema.result()
 
-    def _create_types(self, db: Any, labels: list[str], groups: list[tuple[str, Any, Any, Any]]) -> None:
+    def _create_types(self, db: Any, labels: list[str], groups: list[tuple[str, Any, Any, Any]]) -> set[str]:
         """Vertex types with their indexed properties, then edge types (LIGHTWEIGHT where no edge of the
         type has properties and ``light_edges`` is on), through the Java schema API (the SQL equivalents
-        cost ~0.6 s of parser warm-up in a fresh process)."""
+        cost ~0.6 s of parser warm-up in a fresh process). Returns the LIGHTWEIGHT edge types."""
         import jpype
 
         schema = db._java_db.getSchema()
@@ -349,6 +350,7 @@ class ArcadeStore(CypherStore):
         light_types = {etype for etype, _, _, attrs in groups if attrs is None and self.light_edges}
         for etype in sorted({g[0] for g in groups}):
             schema.buildEdgeType().withName(etype).withLightweight(etype in light_types).create()
+        return light_types
 
     # -- queries --------------------------------------------------------------------------------------
     def _require_db(self) -> Any:

@@ -201,14 +201,14 @@ class CypherStore(abc.ABC):
     def load(self, graph: SceneGraph, *, progress: ProgressFn | None = None) -> None:
         # Python's cyclic GC is paused while loading: a load allocates many short-lived containers but no
         # cycles, and each full collection walks every object of a large graph (~2.5 s at 1M places).
-        paused = gc.isenabled()
+        was_enabled = gc.isenabled()
         gc.disable()
         try:
             with self._lock:
                 self._load(graph, progress)
                 self._schema = None
         finally:
-            if paused:
+            if was_enabled:
                 gc.enable()
 
     def schema(self, *, refresh: bool = False) -> GraphSchema:

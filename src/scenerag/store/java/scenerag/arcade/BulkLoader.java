@@ -35,12 +35,6 @@ public final class BulkLoader {
     return count;
   }
 
-  /** RID of the vertex with index {@code i}, as {@code #bucket:position}. */
-  public String rid(int i) {
-    if (i < 0 || i >= count) throw new IndexOutOfBoundsException("vertex index " + i + " of " + count);
-    return rids[i].toString();
-  }
-
   /**
    * Creates one vertex of {@code type} per row and returns the index of the first. {@code xyz} holds three
    * values per row; {@code extras} is null or holds, per row, null or a JSON object of further properties
@@ -59,22 +53,14 @@ public final class BulkLoader {
       center.put("y", y);
       center.put("z", z);
       String cell = (long) Math.floor(x / cellSize) + "_" + (long) Math.floor(y / cellSize);
+      Object[] row = {"nodeSymbol", symbols[i], "class", classes[i], "center", center, "cell", cell};
       String extra = extras == null ? null : extras[i];
-      if (extra == null) {
-        rows[i] = new Object[] {"nodeSymbol", symbols[i], "class", classes[i], "center", center, "cell", cell};
-      } else {
-        JSONObject more = new JSONObject(extra);
-        Object[] row = new Object[8 + 2 * more.length()];
-        row[0] = "nodeSymbol"; row[1] = symbols[i]; row[2] = "class"; row[3] = classes[i];
-        row[4] = "center"; row[5] = center; row[6] = "cell"; row[7] = cell;
-        int k = 8;
-        for (String key : more.keySet()) {
-          if (more.isNull(key)) continue;
-          row[k++] = key;
-          row[k++] = more.get(key);
-        }
-        rows[i] = k == row.length ? row : Arrays.copyOf(row, k);
+      if (extra != null) {
+        Object[] more = pairs(new JSONObject(extra));
+        row = Arrays.copyOf(row, row.length + more.length);
+        System.arraycopy(more, 0, row, row.length - more.length, more.length);
       }
+      rows[i] = row;
     }
     RID[] created = batch.createVertices(type, rows);
     if (count + n > rids.length) rids = Arrays.copyOf(rids, Math.max(count + n, 2 * rids.length));
@@ -103,6 +89,7 @@ public final class BulkLoader {
     }
   }
 
+  /** The non-null entries of {@code object} as alternating keys and values. */
   private static Object[] pairs(JSONObject object) {
     Object[] out = new Object[2 * object.length()];
     int k = 0;
