@@ -16,7 +16,7 @@ import statistics
 import time
 from typing import Any
 
-from scenerag.eval.pddl_goal import (
+from scenerag.lang.pddl_goal import (
     HERACLES_DOMAIN,
     And,
     Atom,

@@ -13,7 +13,7 @@ import pytest
 
 from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
-from scenerag.eval.sldp import sldp_equal
+from scenerag.lang.sldp import sldp_equal
 from scenerag.store import CypherStore, open_store
 
 pytestmark = pytest.mark.slow

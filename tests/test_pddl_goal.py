@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scenerag.errors import SceneRagError
-from scenerag.eval import (
+from scenerag.lang import (
     HERACLES_DOMAIN,
     And,
     Atom,
@@ -31,7 +31,7 @@ from scenerag.eval import (
     simplify_goal,
     symbol_labels,
 )
-from scenerag.eval.pddl_goal import negation_normal_form
+from scenerag.lang.pddl_goal import negation_normal_form
 
 # ---------------------------------------------------------------------------------------------------
 # Parsing

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import APARTMENT
 from scenerag import SceneGraph, read_scene_graph
-from scenerag.eval.pddl_goal import HERACLES_DOMAIN
+from scenerag.lang.pddl_goal import HERACLES_DOMAIN
 from scenerag.planning import (
     HERACLES_PLANNING_DOMAIN,
     GoalGroundingError,

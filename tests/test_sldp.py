@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scenerag.errors import SceneRagError
-from scenerag.eval import (
+from scenerag.lang import (
     SldpDict,
     SldpFormatError,
     SldpList,

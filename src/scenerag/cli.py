@@ -361,7 +361,7 @@ def plan(
     """Ground an instruction to a PDDL goal (LLM + Cypher), build the problem from the graph, solve it with
     Fast Downward and print the validated plan. An unreachable goal is reported, never a hang."""
     with _errors():
-        from scenerag.eval.pddl_goal import goal_symbols
+        from scenerag.lang.pddl_goal import goal_symbols
         from scenerag.planning import graph_from_store, plan_for_goal
 
         store = _open(db, create=False)

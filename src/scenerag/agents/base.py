@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from scenerag.agents.result import AgentResult, Task
-from scenerag.eval.sldp import SldpParseError, extract_sldp, parse_sldp
+from scenerag.lang.sldp import SldpParseError, extract_sldp, parse_sldp
 from scenerag.llm.base import Message, Usage
 
 ProblemsFn = Callable[[str], list[str]]

@@ -17,7 +17,7 @@ from scenerag.agents.cypher_tool import CYPHER_TOOL, CypherTool
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.result import Task, ToolRecord
 from scenerag.agents.tool_agent import ANSWER_ACTION_SCHEMA, AgentConfig, ToolAgent, default_answer_problems
-from scenerag.eval.pddl_goal import HERACLES_DOMAIN, GoalDomain
+from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.llm.base import ChatModel
 from scenerag.store.base import GraphStore
 

@@ -5,7 +5,7 @@ the predicate expects (object, place, room). Problems are phrased for an LLM to 
 from __future__ import annotations
 
 from scenerag.errors import SceneRagError
-from scenerag.eval.pddl_goal import (
+from scenerag.lang.pddl_goal import (
     HERACLES_DOMAIN,
     GoalDomain,
     GoalParseError,

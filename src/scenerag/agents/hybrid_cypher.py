@@ -22,7 +22,7 @@ from scenerag.agents.cypher_tool import CYPHER_TOOL
 from scenerag.agents.result import ToolRecord
 from scenerag.agents.tool_agent import loads_object
 from scenerag.errors import SceneRagError
-from scenerag.eval.pddl_goal import HERACLES_DOMAIN, GoalDomain
+from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
 from scenerag.llm.base import ChatModel, ToolSpec

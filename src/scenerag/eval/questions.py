@@ -44,7 +44,7 @@ class Question(BaseModel):
         """SLDP type of the solution (set, list, dict, point, number, string): the seeds' answer-type hint."""
         if self.comparator != "SLDP":
             return None
-        from scenerag.eval.sldp import parse_sldp, sldp_type
+        from scenerag.lang.sldp import parse_sldp, sldp_type
 
         return sldp_type(parse_sldp(self.solution))
 
@@ -53,13 +53,13 @@ class Question(BaseModel):
         if answer is None or not answer.strip():
             return False
         if self.comparator == "PDDL":
-            from scenerag.eval.pddl_goal import GoalParseError, goals_equivalent
+            from scenerag.lang.pddl_goal import GoalParseError, goals_equivalent
 
             try:
                 return goals_equivalent(answer, self.solution)
             except GoalParseError:
                 return False
-        from scenerag.eval.sldp import SldpParseError, sldp_equal
+        from scenerag.lang.sldp import SldpParseError, sldp_equal
 
         try:
             return sldp_equal(answer, self.solution)

@@ -240,7 +240,7 @@ def _neg(predicate: str, *args: str) -> Condition:
 
 
 def heracles_planning_domain(*, inspect_before_pick: bool = True) -> PlanningDomain:
-    """The Heracles domain: predicates of ``scenerag.eval.HERACLES_DOMAIN`` plus the facts actions need.
+    """The Heracles domain: predicates of ``scenerag.lang.HERACLES_DOMAIN`` plus the facts actions need.
 
     ``inspect_before_pick`` (default, as in Heracles) makes ``pick-up`` require ``(safe ?o)``.
     """

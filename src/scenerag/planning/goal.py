@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scenerag.eval.pddl_goal import (
+from scenerag.lang.pddl_goal import (
     HERACLES_DOMAIN,
     And,
     Atom,

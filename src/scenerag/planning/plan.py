@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING, Any, Literal
 
-from scenerag.eval.pddl_goal import evaluate_goal, format_goal, goal_atoms
+from scenerag.lang.pddl_goal import evaluate_goal, format_goal, goal_atoms
 from scenerag.planning.domain import EQUALS, Condition, PlanningError
 
 if TYPE_CHECKING:

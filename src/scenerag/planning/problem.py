@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from scenerag.eval.pddl_goal import (
+from scenerag.lang.pddl_goal import (
     And,
     Atom,
     Constant,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from scenerag.eval.pddl_goal import And, Atom, Goal, Not, iter_atoms, negation_normal_form
+from scenerag.lang.pddl_goal import And, Atom, Goal, Not, iter_atoms, negation_normal_form
 from scenerag.planning.navigation import NavigationGraph
 
 ReductionMode = Literal["corridors", "none"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from scenerag.eval.pddl_goal import (
+from scenerag.lang.pddl_goal import (
     And,
     Atom,
     Constant,

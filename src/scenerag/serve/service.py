@@ -159,7 +159,7 @@ class SceneService:
     ) -> PlanResult:
         """Plan for a PDDL ``goal`` (check it with :meth:`ground` first) from ``start`` (a node symbol, an
         (x, y, z) position, or None for the Agent) with Fast Downward over the graph read from the store."""
-        from scenerag.eval.pddl_goal import GoalParseError, goal_symbols
+        from scenerag.lang.pddl_goal import GoalParseError, goal_symbols
         from scenerag.planning import graph_from_store, plan_for_goal
 
         text = self._text(goal, "the goal")

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from scenerag.errors import SceneRagError
-from scenerag.eval.sldp import caret_excerpt
+from scenerag.lang.sldp import caret_excerpt
 
 if TYPE_CHECKING:
     from scenerag.graph.model import SceneGraph
