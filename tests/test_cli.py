@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HYDRA
+from conftest import APARTMENT, HYDRA
+from scenerag import read_scene_graph
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {k: v for k, v in os.environ.items() if k != "SCENERAG_DATA"} | {"COLUMNS": "200"}
     return subprocess.run(
         [sys.executable, "-m", "scenerag.cli", *args],
         capture_output=True,
@@ -130,3 +131,47 @@ def test_export_index_and_search(db: Path, tmp_path: Path) -> None:
     assert run("index", "--db", str(db)).returncode == 0
     found = run("search", "bike", "--db", str(db), "-k", "1", "--label", "Object")
     assert found.returncode == 0 and "bicycle" in found.stdout
+
+
+def expected_lines(path: Path) -> list[str]:
+    """The demo's expected answers for ``path``, computed here from the graph API."""
+    graph = read_scene_graph(path)
+    rooms = sum(1 for _ in graph.nodes("Room"))
+    bicycles = sorted(o.symbol for o in graph.nodes("Object") if o.class_name == "bicycle")
+    goal = " or ".join(f"(holding {b})" for b in bicycles) or "none (nothing in this graph fits)"
+    return [
+        f"expected: How many rooms are there? -> {rooms}",
+        f"expected: Pick up the bicycle. -> {goal}",
+    ]
+
+
+def test_demo_expected_answers_come_from_the_file(tmp_path: Path) -> None:
+    """The demo's non-LLM part on a graph other than the Hydra example: its queries and expected answers
+    follow that graph (one room, Place rather than MeshPlace, no bicycle)."""
+    proc = run("demo", "--file", str(APARTMENT), "--db", str(tmp_path / "db"), "--no-llm")
+    assert proc.returncode == 0, proc.stderr
+    for line in expected_lines(APARTMENT):
+        assert line in proc.stdout
+    assert "expected: How many rooms are there? -> 1" in proc.stdout
+    assert "within 5 hops of place p" in proc.stdout and "PLACE_CONNECTED*1..5" in proc.stdout
+    assert "R1" not in proc.stdout and "P754" not in proc.stdout
+    assert "writes read-only Cypher to answer" not in proc.stdout  # --no-llm: no agent
+
+
+def test_demo_default_file_is_found_from_the_working_directory(tmp_path: Path) -> None:
+    """No --file: the Hydra example is looked for in shared/data beside the working directory (as for
+    scripts/demo.sh in a checkout), never next to the installed package; missing, it is one clear line."""
+    work = tmp_path / "checkout"
+    work.mkdir()
+    missing = run("demo", "--no-llm", "--db", str(tmp_path / "db"), cwd=work)
+    assert missing.returncode != 0
+    assert "--file" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    (tmp_path / "shared" / "data" / HYDRA.name).symlink_to(HYDRA)
+    proc = run("demo", "--no-llm", "--db", str(tmp_path / "db"), cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert HYDRA.name in proc.stdout
+    for line in expected_lines(HYDRA):
+        assert line in proc.stdout
+    assert "expected: Pick up the bicycle. -> (holding O43)" in proc.stdout
+    assert "expected: How many rooms are there? -> 5" in proc.stdout

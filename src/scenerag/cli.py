@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -27,8 +28,10 @@ console = Console()
 err_console = Console(stderr=True)
 
 DbOption = Annotated[str, typer.Option("--db", help="Database directory (embedded ArcadeDB) or bolt:// URI.")]
-# The repository checkout has shared/ beside it (see shared/data/README.md).
-DEFAULT_DEMO_GRAPH = Path(__file__).resolve().parents[3] / "shared" / "data" / "hydra_small_indoor_dsg.json"
+# The demo's default scene graph: the Hydra example, which is not part of the package (see
+# shared/data/README.md). It is looked for in $SCENERAG_DATA, then shared/data in or beside the working
+# directory (a checkout has shared/ beside it; scripts/demo.sh runs from the checkout's root).
+DEMO_GRAPH_NAME = "hydra_small_indoor_dsg.json"
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -697,44 +700,99 @@ def view(
         run_viewer(db, host, port, llm)
 
 
-DEMO_QUERIES: list[tuple[str, str]] = [
-    ("Which rooms are there?", "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room"),
-    (
-        "What objects are in room R1 (through its places)?",
-        "MATCH (r:Room {nodeSymbol:'R1'})-[:CONTAINS*]->(o:Object) "
-        "RETURN o.class AS class, count(DISTINCT o) AS n ORDER BY n DESC, class",
-    ),
-    (
-        "Which three objects are closest to the origin?",
-        "MATCH (o:Object) RETURN o.nodeSymbol AS object, o.class AS class, "
-        "round(point.distance(o.center, point({x: 0.0, y: 0.0, z: 0.0})) * 100) / 100 AS metres "
-        "ORDER BY metres LIMIT 3",
-    ),
-    (
-        "How many mesh places are within 5 hops of place P754?",
-        "MATCH (p:MeshPlace {nodeSymbol:'P754'})-[:MESH_PLACE_CONNECTED*1..5]-(q:MeshPlace) "
-        "RETURN count(DISTINCT q) AS places",
-    ),
-    (
-        "Average height and spread of each object class",
-        "MATCH (o:Object) RETURN o.class AS class, count(*) AS n, round(avg(o.center.z) * 100) / 100 AS mean_z, "
-        "round(stDev(o.center.x) * 100) / 100 AS sd_x ORDER BY n DESC LIMIT 5",
-    ),
-]
+def _demo_data_dirs() -> list[Path]:
+    dirs = [Path(os.environ["SCENERAG_DATA"])] if os.environ.get("SCENERAG_DATA") else []
+    return [*dirs, Path.cwd() / "shared" / "data", Path.cwd().parent / "shared" / "data"]
+
+
+def _demo_file(file: Path | None) -> Path:
+    """``--file``, else the Hydra example from the first data folder that holds it."""
+    if file is not None:
+        return file
+    for folder in _demo_data_dirs():
+        if (folder / DEMO_GRAPH_NAME).is_file():
+            return folder / DEMO_GRAPH_NAME
+    looked = ", ".join(str(d) for d in _demo_data_dirs())
+    _fail(f"no scene graph given and {DEMO_GRAPH_NAME} not found (looked in {looked}): pass --file FILE")
+    raise AssertionError  # unreachable: _fail exits
+
+
+def _demo_queries(store: Any, graph: Any) -> list[tuple[str, str]]:
+    """Example questions and their Cypher; the room and the place they name are picked from the loaded graph."""
+    from scenerag.graph import ontology as ont
+
+    queries = [
+        (
+            "Which rooms are there?",
+            "MATCH (r:Room) RETURN r.nodeSymbol AS room, r.class AS class ORDER BY room",
+        )
+    ]
+    rows = store.query(
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN r.nodeSymbol AS room, count(DISTINCT o) AS n "
+        "ORDER BY n DESC, room LIMIT 1"
+    ).rows
+    if rows:
+        room = rows[0]["room"]
+        queries.append(
+            (
+                f"What objects are in room {room} (through its places)?",
+                f"MATCH (r:Room {{nodeSymbol:'{room}'}})-[:CONTAINS*]->(o:Object) "
+                "RETURN o.class AS class, count(DISTINCT o) AS n ORDER BY n DESC, class",
+            )
+        )
+    queries.append(
+        (
+            "Which three objects are closest to the origin?",
+            "MATCH (o:Object) RETURN o.nodeSymbol AS object, o.class AS class, "
+            "round(point.distance(o.center, point({x: 0.0, y: 0.0, z: 0.0})) * 100) / 100 AS metres "
+            "ORDER BY metres LIMIT 3",
+        )
+    )
+    counts = graph.label_counts()
+    label = ont.MESH_PLACE if counts.get(ont.MESH_PLACE) else ont.PLACE
+    edge = ont.sibling_edge_type(label)
+    places = list(graph.nodes(label))
+    if places:
+        place = max(places, key=lambda p: len(graph.neighbors(p.symbol, edge))).symbol
+        noun = "mesh places" if label == ont.MESH_PLACE else "places"
+        queries.append(
+            (
+                f"How many {noun} are within 5 hops of place {place}?",
+                f"MATCH (p:{label} {{nodeSymbol:'{place}'}})-[:{edge}*1..5]-(q:{label}) "
+                "RETURN count(DISTINCT q) AS places",
+            )
+        )
+    queries.append(
+        (
+            "Average height and spread of each object class",
+            "MATCH (o:Object) RETURN o.class AS class, count(*) AS n, round(avg(o.center.z) * 100) / 100 AS mean_z, "
+            "round(stDev(o.center.x) * 100) / 100 AS sd_x ORDER BY n DESC LIMIT 5",
+        )
+    )
+    return queries
 
 
 @app.command()
 def demo(
-    file: Annotated[Path, typer.Option("--file", help="Scene graph to load.")] = DEFAULT_DEMO_GRAPH,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            help=f"Scene graph to load (default: {DEMO_GRAPH_NAME} from $SCENERAG_DATA, ./shared/data or "
+            "../shared/data).",
+        ),
+    ] = None,
     db: Annotated[str, typer.Option("--db", help="Database directory for the demo.")] = ".scenerag/demo-db",
     llm: LlmOption = None,
     use_llm: Annotated[
         bool, typer.Option("--llm-questions/--no-llm", help="Also let the LLM agent answer.")
     ] = True,
 ) -> None:
-    """Load the Hydra example into the embedded database, answer questions with Cypher, then let the LLM
-    agent (the offline local model by default) answer a question and ground an instruction by writing Cypher."""
+    """Load a scene graph (the Hydra example by default) into the embedded database, answer questions with
+    Cypher, then let the LLM agent (the offline local model by default) answer a question and ground an
+    instruction by writing Cypher; the answers expected of it are computed from the loaded graph."""
     with _errors():
+        file = _demo_file(file)
         graph = _read(file, "auto")
         console.print(f"[bold]Scene graph[/] {file.name}: {graph.summary()}")
         store = _open(db, create=True)
@@ -745,9 +803,9 @@ def demo(
             console.print(f"loaded into {db} (embedded ArcadeDB) in {time.perf_counter() - start:.2f} s\n")
             console.print("[bold]Schema the LLM sees:[/]")
             console.print(store.schema_text(), highlight=False)
-            for question, query in DEMO_QUERIES:
+            for question, query in _demo_queries(store, graph):
                 result = store.query(query)
-                console.print(f"\n[bold cyan]Q:[/] {question}\n[dim]{query}[/]")
+                console.print(f"\n[bold cyan]Q:[/] {question}\n[dim]{query}[/]", highlight=False)
                 table = Table()
                 for col in result.columns:
                     table.add_column(col)
@@ -758,19 +816,40 @@ def demo(
                 store.query("MATCH (o:Object) SET o.class = 'bag'")
             except SceneRagError as exc:
                 console.print(f"\n[bold]A write in read-only mode is refused:[/] {str(exc).splitlines()[0]}")
+            expected = _demo_expected(store)
             if use_llm:
-                _demo_agent(store, llm)
+                _demo_agent(store, llm, expected)
         finally:
             store.close()
 
 
-DEMO_AGENT_TASKS: list[tuple[str, str, str]] = [
-    ("qa", "How many rooms are there?", "5"),
-    ("pddl", "Pick up the bicycle.", "(holding O43)"),
+# What the LLM agent is asked: (task, text, Cypher computing the expected answers from the loaded graph as
+# column ``answer``, format of one expected answer). Several rows: any of them is correct; none: nothing in
+# the graph fits, and no answer is expected.
+DEMO_AGENT_TASKS: list[tuple[str, str, str, str]] = [
+    ("qa", "How many rooms are there?", "MATCH (r:Room) RETURN count(r) AS answer", "{}"),
+    (
+        "pddl",
+        "Pick up the bicycle.",
+        "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS answer ORDER BY answer",
+        "(holding {})",
+    ),
 ]
 
 
-def _demo_agent(store: Any, llm: str | None) -> None:
+def _demo_expected(store: Any) -> list[tuple[str, str, list[str]]]:
+    """Each agent task with its expected answers, computed from the loaded graph (and printed)."""
+    console.print("\n[bold]Expected answers for the LLM agent[/], computed from this graph with Cypher:")
+    out = []
+    for task, text, query, template in DEMO_AGENT_TASKS:
+        solutions = [template.format(row["answer"]) for row in store.query(query).rows]
+        shown = " or ".join(solutions) if solutions else "none (nothing in this graph fits)"
+        console.print(f"  expected: {text} -> {shown}\n  [dim]{query}[/]", highlight=False, soft_wrap=True)
+        out.append((task, text, solutions))
+    return out
+
+
+def _demo_agent(store: Any, llm: str | None, expected: list[tuple[str, str, list[str]]]) -> None:
     from scenerag.agents import CypherAgent, CypherAgentConfig
     from scenerag.eval.questions import Question
     from scenerag.llm import make_chat_model
@@ -780,15 +859,20 @@ def _demo_agent(store: Any, llm: str | None) -> None:
         f"\n[bold]LLM agent[/] ({model.name}) writes read-only Cypher to answer; this takes a while on a CPU."
     )
     agent = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=3))
-    for task, text, solution in DEMO_AGENT_TASKS:
+    for task, text, solutions in expected:
         console.print(f"\n[bold cyan]{'Q' if task == 'qa' else 'Instruction'}:[/] {text}")
         result = agent.run(text, task=task)  # type: ignore[arg-type]
         _print_run(result, False, "answer" if task == "qa" else "goal")
-        q = Question(
-            uid=task, question=text, solution=solution, comparator="SLDP" if task == "qa" else "PDDL"
-        )
-        verdict = "[green]correct[/]" if q.is_correct(result.answer) else f"[red]expected {solution}[/]"
-        console.print(f"  {verdict}")
+        comparator = "SLDP" if task == "qa" else "PDDL"
+        if solutions:
+            correct = any(
+                Question(uid=task, question=text, solution=s, comparator=comparator).is_correct(result.answer)
+                for s in solutions
+            )
+        else:
+            correct = result.answer is None or bool(result.error)
+        want = " or ".join(solutions) or "no answer"
+        console.print(f"  {'[green]correct[/]' if correct else f'[red]expected {want}[/]'}")
 
 
 def _register_subcommands() -> None:
