@@ -179,6 +179,44 @@ def test_tool_use_and_tool_result_mapping(server: FakeServer) -> None:
     ]
 
 
+def test_temperature_is_sent_and_defaults_to_zero(server: FakeServer) -> None:
+    server.replies += [message(text("a")), message(text("b"))]
+    model = model_for(server)
+    model.chat([Message.user("q")])
+    model.chat([Message.user("q")], temperature=0.7)
+    assert server.requests[0][2]["temperature"] == 0
+    assert server.requests[1][2]["temperature"] == 0.7
+
+
+def test_temperature_is_left_out_where_the_request_cannot_take_it(server: FakeServer) -> None:
+    server.replies += [message(text("a")), message(text("b")), message(text("c"))]
+    thinking = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+    model_for(server, extra_body=thinking).chat([Message.user("q")])
+    model_for(server, extra_body={"temperature": 1.0}).chat([Message.user("q")])
+    model_for(server, send_temperature=False).chat([Message.user("q")])
+    bodies = [body for _, _, body in server.requests]
+    assert "temperature" not in bodies[0] and bodies[0]["thinking"]["type"] == "enabled"
+    assert bodies[1]["temperature"] == 1.0  # the caller's own value, not ours
+    assert "temperature" not in bodies[2]
+
+
+def test_a_model_that_refuses_temperature_is_asked_again_without_it(server: FakeServer) -> None:
+    server.replies += [
+        error(400, "invalid_request_error", "`temperature` is deprecated for this model."),
+        message(text("first")),
+        message(text("second")),
+        error(400, "invalid_request_error", "messages: at least one message is required"),
+    ]
+    model = model_for(server)
+    assert model.chat([Message.user("q")]).message.content == "first"
+    assert model.chat([Message.user("q")]).message.content == "second"
+    assert [("temperature" in body) for _, _, body in server.requests] == [True, False, False]
+    assert not model.send_temperature
+    with pytest.raises(LLMError) as info:  # other 400s are not repeated
+        model.chat([Message.user("q")])
+    assert info.value.kind == "bad_request" and len(server.requests) == 4
+
+
 def test_json_reply_through_a_forced_tool(server: FakeServer) -> None:
     server.replies += [
         message(tool_use("toolu_9", REPLY_TOOL, {"room": "kitchen", "count": 3}), stop="tool_use"),

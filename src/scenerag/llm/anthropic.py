@@ -4,8 +4,14 @@ System turns become the ``system`` parameter; assistant tool calls become ``tool
 turns ``tool_result`` blocks of a user turn (consecutive same-role turns are merged, as the API requires).
 A ``response_schema`` is enforced by a forced call of a reply tool whose input schema is that schema; its
 input comes back as the JSON content. 429/5xx/529/connection failures are retried here with bounded
-backoff honouring ``Retry-After`` (the SDK's own retries are off). ``seed`` is not supported by the API and
-``temperature`` is not sent (current models and SDK do not take it; pass ``extra_body`` to force one).
+backoff honouring ``Retry-After`` (the SDK's own retries are off). ``seed`` is not supported by the API.
+
+``temperature`` is sent (default 0, as every scenerag call runs) as a request-body field, since the SDK
+(2.x) has no parameter for it, except where the request cannot take it: with extended thinking in
+``extra_body`` (the API then allows only 1) or with a ``temperature`` of its own in ``extra_body``. Newer
+models reject the parameter outright (400 "`temperature` is deprecated for this model"); on that answer the
+call is repeated once without it and this model instance stops sending it (``send_temperature=False``
+skips it from the start).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ _STOP_REASONS = {
     "refusal": "content_filter",
 }
 _OVERFLOW_MARKERS = ("prompt is too long", "context window", "context length", "too many tokens")
+_TEMPERATURE_REFUSALS = ("deprecated", "not supported", "unsupported", "may only be set to 1")
 
 
 def _object_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -73,6 +80,7 @@ class AnthropicChatModel:
         context_window: int = DEFAULT_CONTEXT_WINDOW,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         extra_body: dict[str, Any] | None = None,
+        send_temperature: bool = True,
     ) -> None:
         if not model:
             raise LLMError(
@@ -107,6 +115,7 @@ class AnthropicChatModel:
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s
         self.extra_body = dict(extra_body or {})
+        self.send_temperature = send_temperature
         self._client = anthropic.Anthropic(
             api_key=key, base_url=self.base_url, timeout=timeout_s, max_retries=0
         )
@@ -212,6 +221,22 @@ class AnthropicChatModel:
             overflow=any(m in lowered for m in _OVERFLOW_MARKERS),
         )
 
+    def _takes_temperature(self) -> bool:
+        """Whether a request may carry ``temperature`` (see the module docstring)."""
+        thinking = self.extra_body.get("thinking")
+        thinking_on = isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled")
+        return self.send_temperature and not thinking_on and "temperature" not in self.extra_body
+
+    @staticmethod
+    def _refuses_temperature(exc: BaseException) -> bool:
+        """A 400 that names ``temperature`` as deprecated or unsupported for the model."""
+        import anthropic
+
+        if not isinstance(exc, anthropic.BadRequestError):
+            return False
+        text = (exc.api_message or str(exc.message)).lower()
+        return "temperature" in text and any(m in text for m in _TEMPERATURE_REFUSALS)
+
     # -- the call -----------------------------------------------------------------------------------
     def chat(
         self,
@@ -257,14 +282,31 @@ class AnthropicChatModel:
             kwargs["tool_choice"] = {"type": "tool", "name": REPLY_TOOL} if not tools else {"type": "any"}
         if wire_tools:
             kwargs["tools"] = wire_tools
-        if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
-        try:
-            reply = call_with_retries(
+        body = dict(self.extra_body)
+        if self._takes_temperature():
+            body["temperature"] = temperature  # a body field: the SDK (2.x) has no parameter for it
+        if body:
+            kwargs["extra_body"] = body
+
+        def call() -> Any:
+            return call_with_retries(
                 lambda: self._client.messages.create(**kwargs),
                 policy=self.retry,
                 retry_after=self._retry_decision,
             )
+
+        try:
+            try:
+                reply = call()
+            except anthropic.BadRequestError as exc:
+                ours = "temperature" in body and "temperature" not in self.extra_body
+                if not (ours and self._refuses_temperature(exc)):
+                    raise
+                self.send_temperature = False  # this model does not take it: stop sending it
+                del body["temperature"]  # the same dict as kwargs["extra_body"]
+                if not body:
+                    del kwargs["extra_body"]
+                reply = call()
         except anthropic.AnthropicError as exc:
             raise self._error(exc) from exc
         return self._response(reply, response_schema=response_schema, wrapped=wrapped, start=start)
