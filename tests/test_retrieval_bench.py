@@ -27,6 +27,7 @@ from scenerag.agents.hybrid_cypher import (
     entity_store_for,
 )
 from scenerag.agents.result import AgentResult
+from scenerag.agents.subgraph_rag import SubgraphRAGAgent
 from scenerag.eval.questions import Question
 from scenerag.eval.retrieval_bench import (
     IOU_THRESHOLDS,
@@ -34,12 +35,11 @@ from scenerag.eval.retrieval_bench import (
     RECALL_KS,
     SMALL_SCENE,
     BenchmarkError,
-    FlatRetriever,
     GroundingOutcome,
     PreparedScene,
-    SubgraphRAGAgent,
     box_iou,
     cross_method_questions,
+    flat_method,
     format_grounding_table,
     format_per_type,
     format_recall_table,
@@ -54,14 +54,15 @@ from scenerag.eval.retrieval_bench import (
     run_cross_method,
     run_grounding,
     run_object_retrieval,
-    synthetic_scene_graph,
     target_objects,
 )
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
 from scenerag.llm import ScriptedChatModel, ToolCall
 from scenerag.retrieval.embeddings import make_embedder
+from scenerag.retrieval.flat import FlatRetriever
 from scenerag.retrieval.hierarchical import HierarchicalIndex
+from scenerag.sim.synthetic_graph import synthetic_scene_graph
 from scenerag.store import CypherStore, open_store
 
 pytest.importorskip("sentence_transformers")
@@ -158,7 +159,10 @@ def test_object_retrieval_runner_scores_hierarchy_and_flat(
 ) -> None:
     queries = object_retrieval_queries(gt_scene.ground_truth, seed=1, max_per_kind=12)
     rag = HierarchicalRAG(None, gt_index, HierarchicalRAGConfig(decomposition="rules", select_with_llm=False))
-    methods = {"keysg-embed-rules": keysg_method(rag, "keysg-embed-rules"), "flat": FlatRetriever(gt_index)}
+    methods = {
+        "keysg-embed-rules": keysg_method(rag, "keysg-embed-rules"),
+        "flat": flat_method(FlatRetriever(gt_index)),
+    }
     seen: list[str] = []
     records = run_object_retrieval(gt_scene, queries, methods, progress=seen.append)
     assert len(records) == 2 * len(queries) and len(seen) == 2 * len(queries)
