@@ -9,7 +9,8 @@ Usage::
 The sequence is rendered once into ``--cache-dir`` (default ``~/.cache/scenerag/bench``) and reused.
 Every build runs in a fresh subprocess with an empty output folder, so each run is a cold build and its
 peak RSS is the build's own. Prints per-stage medians / p95 over the runs, the total, the peak memory and
-the load average before and after (the machine is shared: note the load when reading the times).
+the load average before and after (the machine is shared: note the load when reading the times). Writes
+the reports, the evaluation and the run conditions to ``benchmarks/results/build_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bench_record import BenchRecord, add_record_argument
 
 DEFAULT_CACHE = Path(os.environ.get("SCENERAG_BENCH_CACHE", Path.home() / ".cache" / "scenerag" / "bench"))
 
@@ -51,6 +54,15 @@ def ensure_sequence(
     return root
 
 
+def building_summary(*, seed: int = 0, floors: int = 2, rooms_per_floor: int = 6) -> str:
+    """What the generator builds for these settings (floors, rooms, objects, ...), as it prints it."""
+    from scenerag.sim.building import BuildingConfig, generate_building
+
+    return generate_building(
+        BuildingConfig(n_floors=floors, rooms_per_floor=rooms_per_floor, seed=seed)
+    ).summary()
+
+
 def _worker(sequence: str, out: str, overrides: str, evaluate: bool) -> None:
     """One cold build in this process; prints the report (and evaluation) as JSON on the last line."""
     from scenerag.build.config import BuildConfig
@@ -65,6 +77,7 @@ def _worker(sequence: str, out: str, overrides: str, evaluate: bool) -> None:
         assert report.artifacts is not None
         ev = evaluate_build(report.artifacts, config=cfg)
         result["evaluation"] = ev.to_text()
+        result["evaluation_data"] = ev.to_dict()
     print(json.dumps(result, default=str))
 
 
@@ -89,11 +102,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--worker", nargs=4, metavar=("SEQ", "OUT", "OVERRIDES", "EVAL"), help=argparse.SUPPRESS
     )
+    add_record_argument(parser)
     args = parser.parse_args(argv)
     if args.worker:
         seq, out, overrides, evaluate = args.worker
         _worker(seq, out, overrides, evaluate == "1")
         return 0
+    record = BenchRecord(
+        args,
+        perception="oracle (ground-truth instance/class images of the rendered sequence)",
+        llm=f"live ({args.llm}) room/floor summaries" if args.llm else "none (template summaries)",
+        sequence=f"synthetic building, seed {args.seed}, {args.floors} floors x {args.rooms_per_floor} "
+        f"rooms per floor, {args.frames} frames (replica layout)",
+    )
 
     seq = ensure_sequence(
         args.cache_dir,
@@ -108,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tsdf:
         overrides["reconstruction"] = {"tsdf": True}
     reports = []
-    evaluation = None
+    evaluation = evaluation_data = None
     for run in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="build-bench-") as out:
             last = run == args.runs - 1
@@ -128,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             result = json.loads(proc.stdout.strip().splitlines()[-1])
             reports.append(result["report"])
             evaluation = result.get("evaluation", evaluation)
+            evaluation_data = result.get("evaluation_data", evaluation_data)
             r = result["report"]
             print(
                 f"run {run + 1}/{args.runs}: {r['total_seconds']:.1f} s, peak {r['peak_rss_mb']:.0f} MiB, "
@@ -135,9 +157,11 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     first = reports[0]
+    building = building_summary(seed=args.seed, floors=args.floors, rooms_per_floor=args.rooms_per_floor)
     print(
         f"\nsequence: {seq} ({first['counts']['frames']} frames), {os.cpu_count()} cores, {args.runs} cold runs"
     )
+    print(f"building: {building}")
     print(f"{'stage':<13} {'median s':>8} {'p95 s':>8}  details (last run)")
     for i, stage in enumerate(first["stages"]):
         times = [r["stages"][i]["seconds"] for r in reports]
@@ -154,6 +178,17 @@ def main(argv: list[str] | None = None) -> int:
     print("counts: " + ", ".join(f"{k}={v}" for k, v in reports[-1]["counts"].items()))
     if evaluation:
         print("\n" + evaluation)
+    record.results["building"] = building
+    record.results["stages_median_s"] = {
+        stage["name"]: statistics.median(r["stages"][i]["seconds"] for r in reports)
+        for i, stage in enumerate(first["stages"])
+    }
+    record.results["total_median_s"] = statistics.median(r["total_seconds"] for r in reports)
+    record.results["peak_rss_mib"] = max(r["peak_rss_mb"] for r in reports)
+    record.results["evaluation"] = evaluation
+    record.results["evaluation_data"] = evaluation_data
+    record.results["reports"] = reports
+    record.write()
     return 0
 
 

@@ -20,7 +20,8 @@ graph's symbols. Methods (``CROSS_METHODS``):
 - ``context``: the whole serialised graph in the prompt (``ContextWindowAgent``, one correction allowed).
 
 Prints one line per run, then success / input tokens / latency per method and success per question type
-with the winner of each type. ``--out`` appends every record as a JSON line as runs finish.
+with the winner of each type. ``--out`` appends every record as a JSON line as runs finish; the report and
+the run's conditions go to ``benchmarks/results/cross_method_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import json
 import time
 from dataclasses import asdict
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.eval.retrieval_bench import (
     CROSS_METHODS,
     DEFAULT_SCENES,
@@ -56,7 +58,15 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="append JSON-lines records here")
+    add_record_argument(parser)
     args = parser.parse_args()
+    record = BenchRecord(
+        args,
+        perception="oracle (scenes rendered and built offline with BuildConfig.offline())",
+        llm=f"live ({args.model})",
+        model=args.model,
+    )
+    records: list[dict] = []
 
     from scenerag.llm import make_chat_model
     from scenerag.retrieval.embeddings import make_embedder
@@ -69,10 +79,11 @@ def main() -> None:
         seed=args.seed,
     )
 
-    def append(scene: str, record: Record) -> None:
+    def append(scene: str, run: Record) -> None:
+        records.append({"scene": scene, **asdict(run)})
         if args.out:
             with open(args.out, "a") as fh:
-                fh.write(json.dumps({"scene": scene, **asdict(record)}, default=str) + "\n")
+                fh.write(json.dumps(records[-1], default=str) + "\n")
 
     report = run_cross_method_bench(
         config,
@@ -83,6 +94,9 @@ def main() -> None:
     )
     print()
     print(report.to_text())
+    record.results["report"] = report.to_text()
+    record.results["records"] = records
+    record.write()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ plan and every prompt it builds is counted with the model's tokenizer (``count_t
 still asks the model (``--pre-retrieval required-types``: an oracle naming the task's required object types,
 no model call, to separate retrieval quality from the model's pre-retrieval). Prints per task and agent the cumulative planner input tokens, the largest prompt,
 the steps whose prompt exceeds the model's context window, the Full-Mem / strict ratio, and recall.
+
+Either mode writes its report and the run's conditions (mode, pre-retrieval, model, machine load) to
+``benchmarks/results/embodied_bench-<mode>.json`` (``--record PATH``; ``--out`` keeps its own full report).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench_record import BenchRecord, add_record_argument, default_record_path
 from scenerag.agents.embodied import (
     AgentKind,
     BenchmarkConfig,
@@ -131,7 +135,10 @@ def main(argv: list[str] | None = None) -> None:
         help="replay mode: the model's pre-retrieval, or an oracle one naming the task's required types",
     )
     parser.add_argument("--out", type=Path, default=None, help="write the full report as JSON here")
+    add_record_argument(parser)
     args = parser.parse_args(argv)
+    if args.record == str(default_record_path()):
+        args.record = str(default_record_path(f"embodied_bench-{args.mode}"))
     args.agents_given = args.agents is not None
     args.agents = args.agents.split(",") if args.agents else [k.value for k in AgentKind]
     if args.style == "cycle":
@@ -143,8 +150,26 @@ def main(argv: list[str] | None = None) -> None:
     args.tasks = args.tasks or ("easy:2" if args.mode == "episodes" else "easy:3,hard:3")
     args.distractors = [int(d) for d in (args.distractors or str(DISTRACTOR_SETTINGS[-1])).split(",")]
     args.max_steps = args.max_steps or 10
+    record = BenchRecord(
+        args,
+        mode=args.mode,
+        llm=(
+            "replay: every agent follows the oracle solver's plan, prompts counted with the model's tokenizer, "
+            "no planner decisions"
+            if args.mode == "replay"
+            else "live: the model plans every step"
+        ),
+        pre_retrieval=(
+            "oracle: the task's required object types, no model call"
+            if args.mode == "replay" and args.pre_retrieval == "required-types"
+            else "the model (one JSON-schema call per task)"
+        ),
+        model=args.model or "$SCENERAG_LLM or local",
+    )
     started = time.perf_counter()
     report = episodes_mode(args) if args.mode == "episodes" else replay_mode(args)
+    record.results = report
+    record.write()
     log(f"done in {time.perf_counter() - started:.0f} s")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ For each size: random read-once goals (every atom once, so every atom matters), 
 presolve (random simulation + normal-form comparison), and the sympy fallback with and without it.
 
     .venv/bin/python benchmarks/goal_equivalence_bench.py [--instances 15] [--sympy-max-atoms 35]
+
+The rows and the run's conditions go to ``benchmarks/results/goal_equivalence_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import statistics
 import time
 from typing import Any
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.lang.pddl_goal import (
     HERACLES_DOMAIN,
     And,
@@ -101,7 +104,10 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=15, help="random goal pairs per size")
     parser.add_argument("--sympy-max-atoms", type=int, default=35, help="skip the sympy fallback above this")
     parser.add_argument("--seed", type=int, default=0)
+    add_record_argument(parser)
     args = parser.parse_args()
+    record = BenchRecord(args, llm="none")
+    rows: list[dict[str, Any]] = []
 
     goals_equivalent("(holding O1)", "(holding O1)", presolve=False)  # import the SAT solver before timing
     configs: list[tuple[str, dict[str, Any]]] = [
@@ -128,6 +134,7 @@ def main() -> None:
         for name, options in configs:
             if options.get("backend") == "sympy" and n > args.sympy_max_atoms:
                 print(f"{n:>5} {name:<27} {'skipped (--sympy-max-atoms)':>49}")
+                rows.append({"atoms": n, "method": name, "skipped": True})
                 continue
             eq = [timed_ms(g, r, options, True) for g, r, _ in pairs]
             ne = [timed_ms(f, r, options, False) for _, r, f in pairs]
@@ -135,6 +142,17 @@ def main() -> None:
                 f"{n:>5} {name:<27} {statistics.median(eq):>12.2f} / {p95(eq):>7.2f}"
                 f" {statistics.median(ne):>15.2f} / {p95(ne):>7.2f} {size:>27.0f}"
             )
+            rows.append(
+                {
+                    "atoms": n,
+                    "method": name,
+                    "equivalent_ms": [statistics.median(eq), p95(eq)],
+                    "not_equivalent_ms": [statistics.median(ne), p95(ne)],
+                    "atom_occurrences_rewrite": size,
+                }
+            )
+    record.results["rows"] = rows
+    record.write()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ ground-truth object its 3D box overlaps most is the target, with IoU >= 0.25. Me
 ``keysg-embed-rules`` (no LLM), and from one LLM run per expression ``keysg-embed-llm`` (LLM decomposition,
 retriever's best) and ``keysg-rag-llm`` (the LLM picks among the retrieved candidates). The LLM runs on
 ``--llm-per-cell`` expressions per (category, with/without class) cell of the first scene unless ``--full``;
-rows marked "(LLM subset)" are the deterministic methods on exactly those expressions.
+rows marked "(LLM subset)" are the deterministic methods on exactly those expressions. The report and the
+run's conditions go to ``benchmarks/results/grounding_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import time
 from pathlib import Path
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.eval.retrieval_bench import DEFAULT_SCENES, RetrievalBenchConfig, run_retrieval_benchmark
 
 
@@ -43,11 +45,18 @@ def main() -> None:
     parser.add_argument("--model", default="local")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out")
+    add_record_argument(parser)
     args = parser.parse_args()
+    use_llm = args.full or args.llm_per_cell > 0
+    record = BenchRecord(
+        args,
+        perception="oracle (scenes rendered and built offline with BuildConfig.offline())",
+        llm=f"live ({args.model}) on the LLM rows" if use_llm else "none",
+    )
     from scenerag.retrieval.embeddings import make_embedder
 
     model = None
-    if args.full or args.llm_per_cell > 0:
+    if use_llm:
         from scenerag.llm import make_chat_model
 
         model = make_chat_model(args.model)
@@ -65,6 +74,8 @@ def main() -> None:
             log(f"{r.method}: {r.text!r} -> {r.predicted} {'ok' if r.correct else 'wrong'} (IoU {r.iou:.2f})")
     print()
     print(report.to_text())
+    record.results = report.to_json()
+    record.write()
     if args.out:
         Path(args.out).write_text(json.dumps(report.to_json(), indent=1, default=str))
 

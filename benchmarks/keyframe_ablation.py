@@ -10,7 +10,8 @@ Usage::
 The sequence is rendered once into the cache (see ``build_bench.py``); the scan, floor, room and
 association stages are built (cached) in ``--out``. Prints the table and checks the quality bar: the
 HDBSCAN selector keeps >= 95% of the best baseline's object recall with >= 5x fewer frames than the room
-frames it chose from.
+frames it chose from (the candidates; not fewer than that baseline, whose frame count is printed beside).
+Writes the rows and the run conditions to ``benchmarks/results/keyframe_ablation.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from build_bench import DEFAULT_CACHE, ensure_sequence
+from bench_record import BenchRecord, add_record_argument
+from build_bench import DEFAULT_CACHE, building_summary, ensure_sequence
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-pixels", type=int, default=30, help="pixels for an object to count as seen")
     parser.add_argument("--clip-model", default=None, help="local CLIP folder for the visual baseline")
     parser.add_argument("--sweep", action="store_true", help="sweep min_samples / noise novelty / weight")
+    add_record_argument(parser)
     args = parser.parse_args(argv)
+    record = BenchRecord(
+        args,
+        perception="oracle (ground-truth instance images; object visibility from them)",
+        llm="none",
+        sequence=f"synthetic building, seed {args.seed}, 2 floors x 6 rooms per floor, {args.frames} frames",
+    )
 
     from scenerag.build.config import BuildConfig
     from scenerag.build.evaluate import GroundTruth, keyframe_ablation
@@ -47,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     report = run_build(seq, out, cfg)
     print(f"build ready in {time.perf_counter() - start:.1f} s ({out})")
+    record.results["building"] = building_summary(seed=args.seed)
+    print(f"building: {record.results['building']}, {args.frames} frames")
     assert report.artifacts is not None
     gt = GroundTruth.from_sequence(report.artifacts.sequence)
     encoder = None
@@ -75,7 +86,13 @@ def main(argv: list[str] | None = None) -> int:
         f"with {fewer:.1f}x fewer frames than the room frames ({best.n_keyframes / max(ours.n_keyframes, 1):.1f}x "
         f"fewer than that baseline); bar: >= 95% and >= 5x -> {'met' if keep >= 0.95 and fewer >= 5 else 'NOT met'}"
     )
+    record.results["rows"] = rows
+    record.results["hdbscan_keeps_of_best_baseline_recall"] = keep
+    record.results["best_baseline"] = best.method
+    record.results["fewer_frames_than_room_frames"] = fewer
+    record.results["fewer_frames_than_best_baseline"] = best.n_keyframes / max(ours.n_keyframes, 1)
     if args.sweep:
+        record.results["sweep"] = []
         print("\nsweep (HDBSCAN rows only):")
         for changes in (
             {"min_samples": 2, "noise": "keep"},
@@ -95,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {changes!s:<40} keyframes {row.n_keyframes:>5}  recall {row.object_recall:.3f}  "
                 f"coverage {row.coverage:.3f}  ratio {row.ratio:.3f}"
             )
+            record.results["sweep"].append({"changes": changes, "row": row})
+    record.write()
     return 0
 
 

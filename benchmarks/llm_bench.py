@@ -11,7 +11,8 @@ alone) and of the reuse check that replaces it afterwards; model load time; and,
 ``--runs`` runs, prompt-evaluation tokens/s at two prompt lengths, free generation tokens/s and
 grammar-constrained (JSON schema) generation tokens/s, from llama.cpp's own timers. Each run's prompt
 starts with a fresh nonce so the prompt cache cannot reuse an earlier run. Last, the client-side token
-estimate against the model's tokenizer on a Cypher-and-prose sample.
+estimate against the model's tokenizer on a Cypher-and-prose sample. The figures and the run's conditions
+(threads, machine load) go to ``benchmarks/results/llm_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.llm import Message, estimate_tokens
 from scenerag.llm.base import ChatResponse, GenerationTimings
 from scenerag.llm.local import LocalChatModel, available_cores
@@ -41,11 +43,15 @@ SAMPLE = (
 )
 
 
+def stats(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
 def summary(values: list[float], unit: str) -> str:
     return f"{statistics.median(values):8.1f} {unit}  ({min(values):.1f}–{max(values):.1f}, n={len(values)})"
 
 
-def bench_join() -> None:
+def bench_join() -> dict[str, float]:
     parts = find_part_paths()
     total = sum(p.stat().st_size for p in parts)
     with tempfile.TemporaryDirectory(prefix="scenerag-join-") as tmp:
@@ -60,6 +66,7 @@ def bench_join() -> None:
         f"join {len(parts)} parts ({total / 2**20:.0f} MiB): {joined_s:6.2f} s "
         f"({total / 2**20 / joined_s:.0f} MiB/s); reuse check afterwards: {reuse_s * 1000:.1f} ms"
     )
+    return {"parts": len(parts), "mib": total / 2**20, "join_s": joined_s, "reuse_check_s": reuse_s}
 
 
 def timed_runs(runs: int, call: Callable[[str], ChatResponse]) -> list[GenerationTimings]:
@@ -84,12 +91,19 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--gen-tokens", type=int, default=64)
     parser.add_argument("--skip-join", action="store_true", help="do not time the part join")
+    add_record_argument(parser)
     args = parser.parse_args()
+    record = BenchRecord(args, llm="live (llama-cpp-python, local GGUF)", model=args.model or "default")
+    results = record.results
 
     if not args.skip_join and args.model is None:
-        bench_join()
+        results["join"] = bench_join()
     start = time.perf_counter()
     model = LocalChatModel(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
+    results["model"] = model.name
+    results["load_s"] = time.perf_counter() - start
+    results["threads"] = model.n_threads
+    results["n_ctx"] = model.context_window
     print(
         f"model {model.name}: loaded in {time.perf_counter() - start:.2f} s, "
         f"{model.n_threads} threads, n_ctx {model.context_window}"
@@ -108,6 +122,9 @@ def main() -> None:
             f"prompt eval, ~{tokens:.0f} tokens:  "
             + summary([t.prompt_tokens_per_s for t in timings], "tok/s")
         )
+        results.setdefault("prompt_eval", []).append(
+            {"prompt_tokens": tokens, "tokens_per_s": stats([t.prompt_tokens_per_s for t in timings])}
+        )
 
     timings = timed_runs(
         args.runs,
@@ -125,6 +142,7 @@ def main() -> None:
         f"generation, {args.gen_tokens} tokens:        "
         + summary([t.generation_tokens_per_s for t in timings], "tok/s")
     )
+    results["generation_tokens_per_s"] = stats([t.generation_tokens_per_s for t in timings])
 
     schema = {
         "type": "object",
@@ -146,12 +164,15 @@ def main() -> None:
     print(
         "generation, JSON-schema grammar:   " + summary([t.generation_tokens_per_s for t in timings], "tok/s")
     )
+    results["grammar_generation_tokens_per_s"] = stats([t.generation_tokens_per_s for t in timings])
 
     exact = model.count_tokens(SAMPLE)
     print(
         f"token estimate vs tokenizer on a Cypher+prose sample: {estimate_tokens(SAMPLE)} vs {exact} "
         f"(ratio {estimate_tokens(SAMPLE) / exact:.2f})"
     )
+    results["token_estimate"] = {"estimate": estimate_tokens(SAMPLE), "tokenizer": exact}
+    record.write()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ Latency: a synthetic KeySG-shaped graph of ``--objects`` objects and ``--keyfram
 rooms, no rendering) is indexed once (cached); each rule-decomposed query is retrieved with precomputed
 query vectors (retrieval only, the quality bar: p50 <= 20 ms) and end to end with the embedding of texts the
 embedder has not cached. Wall and thread-CPU p50/p95 are printed (the machine is shared: CPU time is the cost
-on a quiet core).
+on a quiet core). The report and the run's conditions go to ``benchmarks/results/object_retrieval_bench.json``
+(``--record``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.eval.retrieval_bench import (
     RetrievalBenchConfig,
     format_latency,
@@ -78,14 +80,23 @@ def main() -> None:
     parser.add_argument("--latency-queries", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", help="write the report (rows and records) as JSON here")
+    add_record_argument(parser)
     args = parser.parse_args()
+    use_llm = not args.latency_only and (args.full or args.llm_per_kind > 0)
+    record = BenchRecord(
+        args,
+        perception="none (latency only)"
+        if args.latency_only
+        else "oracle (scenes rendered and built offline with BuildConfig.offline())",
+        llm=f"live ({args.model}) on the LLM rows" if use_llm else "none",
+        latency="synthetic KeySG-shaped building, query vectors precomputed (retrieval only)",
+    )
     from scenerag.eval.retrieval_bench import DEFAULT_SCENES
     from scenerag.retrieval.embeddings import make_embedder
 
     embedder = make_embedder("minilm", threads=1)
     out: dict[str, Any] = {}
     if not args.latency_only:
-        use_llm = args.full or args.llm_per_kind > 0
         model = None
         if use_llm:
             from scenerag.llm import make_chat_model
@@ -104,6 +115,8 @@ def main() -> None:
         out["report"] = report.to_json()
     if not args.no_latency:
         out["latency"] = latency(args, embedder)
+    record.results = out
+    record.write()
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1, default=str))
 

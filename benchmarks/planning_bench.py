@@ -8,6 +8,8 @@ the median total (build + solve: feasibility check, PDDL text, Fast Downward, pl
 length, and how many instances were solved; every solved plan is validated by the simulator.
 
     .venv/bin/python benchmarks/planning_bench.py [--instances 7] [--full-max-places 500] [--time-limit 120]
+
+The rows and the run's conditions go to ``benchmarks/results/planning_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.graph.model import SceneGraph
 from scenerag.planning import build_problem, simulate_plan, solve
 from scenerag.sim.outdoor import generate_outdoor_graph
@@ -78,7 +81,12 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=7)
     parser.add_argument("--full-max-places", type=int, default=500)
     parser.add_argument("--time-limit", type=float, default=120.0)
+    add_record_argument(parser)
     args = parser.parse_args()
+    record = BenchRecord(
+        args, llm="none (ground-truth goals)", graphs="synthetic outdoor (generate_outdoor_graph, seed 7)"
+    )
+    rows = []
 
     header = (
         f"{'graph':>6} {'mode':>9} {'kept':>6} {'build med':>10} {'build p95':>10} {'FD med':>8} "
@@ -106,6 +114,21 @@ def main() -> None:
                 f"{statistics.median(s.steps for s in samples):>6.0f} "
                 f"{sum(s.solved for s in samples):>4}/{len(samples)}"
             )
+            rows.append(
+                {
+                    "graph": name,
+                    "mode": "corridors" if reduce else "full",
+                    "places_kept_median": statistics.median(s.places for s in samples),
+                    "build_s": [statistics.median(builds), p95(builds)],
+                    "fast_downward_s": [statistics.median(searches), p95(searches)],
+                    "total_s_median": statistics.median(totals),
+                    "steps_median": statistics.median(s.steps for s in samples),
+                    "solved": sum(s.solved for s in samples),
+                    "instances": len(samples),
+                }
+            )
+    record.results["rows"] = rows
+    record.write()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ Usage::
 
 Prints generation and planning time, per-frame render time (median / p95, frames/s), per-frame write time
 of each layout on a sample of frames, and the wall time of the full default sequence (render + write +
-ground truth) into a temporary folder, plus its size on disk.
+ground truth) into a temporary folder, plus its size on disk. The figures and the run's conditions go to
+``benchmarks/results/render_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.sim.building import BuildingConfig, generate_building
 from scenerag.sim.render import (
     LAYOUTS,
@@ -43,6 +45,14 @@ def _stats(ms: list[float]) -> str:
     )
 
 
+def _ms(ms: list[float]) -> dict[str, float]:
+    return {
+        "median_ms": statistics.median(ms),
+        "p95_ms": float(np.percentile(np.array(ms), 95)),
+        "frames_per_s": 1000.0 / statistics.median(ms),
+    }
+
+
 def _du(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
@@ -59,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layouts", nargs="+", default=list(LAYOUTS), choices=LAYOUTS)
     parser.add_argument("--full-layout", default="replica", choices=LAYOUTS)
     parser.add_argument("--no-full", action="store_true", help="skip the full-sequence run")
+    add_record_argument(parser)
     args = parser.parse_args(argv)
+    record = BenchRecord(args, renderer="Open3D ray casting")
+    results = record.results
 
     t0 = time.perf_counter()
     building = generate_building(
@@ -67,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     t_gen = time.perf_counter() - t0
     print(f"building: {building.summary()}  generated in {t_gen:.2f} s")
+    results["building"] = building.summary()
+    results["generate_s"] = t_gen
     t0 = time.perf_counter()
     trajectory = plan_trajectory(building, n_frames=args.frames)
     t_plan = time.perf_counter() - t0
@@ -75,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         f"trajectory: {len(trajectory)} frames, {trajectory.times[-1]:.0f} s of robot time, {path_m:.0f} m, "
         f"planned in {t_plan:.2f} s"
     )
+    results["trajectory"] = {"frames": len(trajectory), "path_m": path_m, "plan_s": t_plan}
 
     intrinsics = default_intrinsics(args.width, args.height)
     t0 = time.perf_counter()
@@ -88,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         render_ms.append((time.perf_counter() - t0) * 1000)
         frames.append(frame)
     print(f"render            {_stats(render_ms)}")
+    results["render"] = _ms(render_ms)
 
     with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
         for layout in args.layouts:
@@ -100,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                     write_ms.append((time.perf_counter() - t0) * 1000)
             both = [r + w for r, w in zip(render_ms, write_ms, strict=True)]
             print(f"write {layout:<8}    {_stats(write_ms)}   render+write {_stats(both)}")
+            results.setdefault("write", {})[layout] = {"write": _ms(write_ms), "render_and_write": _ms(both)}
         del frames
 
         if not args.no_full:
@@ -115,7 +133,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"({len(trajectory) / t_full:.1f} frames/s), {_du(out):.0f} MiB on disk; "
                 f"with generation and planning {t_full + t_gen + t_plan:.1f} s"
             )
+            results["full_sequence"] = {
+                "layout": args.full_layout,
+                "frames": len(trajectory),
+                "seconds": t_full,
+                "frames_per_s": len(trajectory) / t_full,
+                "mib_on_disk": _du(out),
+                "with_generation_and_planning_s": t_full + t_gen + t_plan,
+            }
             shutil.rmtree(out, ignore_errors=True)
+    record.write()
     return 0
 
 

@@ -10,7 +10,8 @@ Usage::
 Each client thread keeps one HTTP connection and sends a mix of small read queries (point lookup by
 symbol, 1-hop neighbours, region containment count) with random symbols. Also printed: the same queries
 run directly on the store in-process (the floor under the HTTP figures), and ``/retrieve_subgraph``
-latency (lexical search) from one client. Client and server share this machine's cores.
+latency (lexical search) from one client. Client and server share this machine's cores. The figures and the
+run's conditions go to ``benchmarks/results/server_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 import httpx2
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.graph import read_scene_graph
 from scenerag.graph.model import SceneGraph
 from scenerag.serve import free_port
@@ -103,7 +105,14 @@ def main() -> None:
     parser.add_argument("--clients", default="1,4,8", help="comma-separated client counts")
     parser.add_argument("--requests", type=int, default=400, help="requests per client per run")
     parser.add_argument("--seed", type=int, default=0)
+    add_record_argument(parser)
     args = parser.parse_args()
+    record = BenchRecord(
+        args,
+        graph=str(args.graph) if args.graph else f"synthetic outdoor, {args.places} places",
+        clients="threads in this process; server in a child process on the same cores",
+    )
+    results = record.results
     client_counts = [int(c) for c in args.clients.split(",")]
 
     if args.graph:
@@ -113,6 +122,7 @@ def main() -> None:
             n_places=args.places, n_regions=max(1, args.places // 128), seed=args.seed
         )
     print(f"graph: {graph.summary()}")
+    results["graph"] = graph.summary()
     workdir = Path(tempfile.mkdtemp(prefix="scenerag-server-bench-"))
     db = workdir / "db"
     store = open_store(db)
@@ -126,6 +136,7 @@ def main() -> None:
     print(
         f"in-process store.query (no HTTP): p50 {statistics.median(direct):.2f} ms, p95 {percentile(direct, 0.95):.2f} ms"
     )
+    results["in_process_ms"] = [statistics.median(direct), percentile(direct, 0.95)]
     store.close()
 
     port = free_port()
@@ -163,6 +174,18 @@ def main() -> None:
                 f"{clients:>7} {len(latencies) / wall:>9.1f} {statistics.median(latencies):>8.2f} "
                 f"{percentile(latencies, 0.95):>8.2f} {percentile(latencies, 0.99):>8.2f} {errors:>6}"
             )
+            results.setdefault("cypher", []).append(
+                {
+                    "clients": clients,
+                    "requests_per_s": len(latencies) / wall,
+                    "latency_ms": {
+                        "p50": statistics.median(latencies),
+                        "p95": percentile(latencies, 0.95),
+                        "p99": percentile(latencies, 0.99),
+                    },
+                    "errors": errors,
+                }
+            )
 
         texts = ["tree near the road", "parked car", "bench", "building entrance", "lamp post"]
         samples = []
@@ -178,9 +201,11 @@ def main() -> None:
             f"\nPOST /retrieve_subgraph (lexical, k=10, 1 client, {graph.num_nodes} nodes): "
             f"p50 {statistics.median(samples):.1f} ms, p95 {percentile(samples, 0.95):.1f} ms"
         )
+        results["retrieve_subgraph_ms"] = [statistics.median(samples), percentile(samples, 0.95)]
     finally:
         server.terminate()
         server.wait(timeout=30)
+    record.write()
 
 
 if __name__ == "__main__":

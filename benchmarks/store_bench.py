@@ -6,6 +6,9 @@ Usage::
     .venv/bin/python benchmarks/store_bench.py --sizes 15944   # one size
     .venv/bin/python benchmarks/store_bench.py --backend bolt  # through the neo4j driver to an ArcadeDB server
 
+Writes the rows and the run's conditions (machine load included) to ``benchmarks/results/store_bench.json``
+(``--record PATH``; see ``bench_record.py``).
+
 Prints, per size: generation time; the time of the first load (for the first size, that of a fresh JVM:
 class loading and JIT warm-up included) and the median of the further ``--loads`` (wall and CPU); p50/p95
 of transitive containment (room -> objects through places), 5-hop place neighbourhood, 10 m radius
@@ -29,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.sim.outdoor import generate_outdoor_graph
 from scenerag.store import CypherStore, open_store
 from scenerag.store.rows import cells_within
@@ -158,7 +162,9 @@ def main() -> int:
     )
     ap.add_argument("--backend", choices=["arcade", "bolt"], default="arcade")
     ap.add_argument("--bolt-uri", default=os.environ.get("SCENERAG_BENCH_BOLT"))
+    add_record_argument(ap)
     args = ap.parse_args()
+    record = BenchRecord(args, backend=args.backend, graphs="synthetic outdoor (generate_outdoor_graph)")
     tmp = Path(tempfile.mkdtemp(prefix="scenerag-bench-"))
     rows = []
     try:
@@ -188,6 +194,9 @@ def main() -> int:
             f"{fmt(r['transitive']):>15} {fmt(r['transitive_engine']):>15} {fmt(r['hops5']):>15} "
             f"{fmt(r['radius_cell']):>15} {fmt(r['radius_plain']):>15} {r['rss_mib']:>8.0f}"
         )
+    record.results["units"] = "seconds (gen_s, load_*), ms (latencies: [p50, p95]), MiB (rss_mib)"
+    record.results["rows"] = rows
+    record.write()
     return 0
 
 

@@ -13,7 +13,8 @@ measures, printing one table:
   a metadata-only change, and ``remove_node``.
 
 Usage: ``python benchmarks/vector_index_bench.py [--nodes 100000] [--threads 1] [--hnsw]``.
-Targets: top-10 search p50 <= 10 ms at 100k documents; per-node update p50 <= 5 ms.
+Targets: top-10 search p50 <= 10 ms at 100k documents; per-node update p50 <= 5 ms. The rows and the run's
+conditions go to ``benchmarks/results/vector_index_bench.json`` (``--record``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from bench_record import BenchRecord, add_record_argument
 from scenerag.graph.model import Node, SceneGraph
 from scenerag.retrieval.embeddings import make_embedder
 from scenerag.retrieval.entity_store import EntityStore
@@ -140,9 +142,11 @@ class Table:
 
     def __init__(self) -> None:
         self.rows: list[Row] = []
+        self.data: list[dict[str, Any]] = []
 
-    def add(self, what: str, value: str, note: str = "") -> None:
+    def add(self, what: str, value: str, note: str = "", **data: Any) -> None:
         self.rows.append((what, value, note))
+        self.data.append({"what": what, "value": value, "note": note, **data})
         print(f"  {what}: {value} {note}", flush=True)
 
     def latency(self, what: str, samples: Samples, note: str = "") -> None:
@@ -151,6 +155,9 @@ class Table:
             f"p50 {percentile_ms(samples, 50):6.2f} ms, p95 {percentile_ms(samples, 95):6.2f} ms "
             f"| cpu p50 {percentile_ms(samples.cpu, 50):6.2f} ms",
             note,
+            p50_ms=percentile_ms(samples, 50),
+            p95_ms=percentile_ms(samples, 95),
+            cpu_p50_ms=percentile_ms(samples.cpu, 50),
         )
 
     def print(self) -> None:
@@ -337,7 +344,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--hnsw", action="store_true", help="also time a faiss HNSW index (reference only)")
+    add_record_argument(parser)
     args = parser.parse_args()
+    record = BenchRecord(args, embedder="all-MiniLM-L6-v2 (minilm)", llm="none")
     import faiss
 
     print(
@@ -352,6 +361,8 @@ def main() -> None:
     gc.collect()
     bench_distinct_vectors(embedder.dim, args, table)
     table.print()
+    record.results["rows"] = table.data
+    record.write()
 
 
 if __name__ == "__main__":
