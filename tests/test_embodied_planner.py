@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from scenerag.agents.embodied import (
+    HOUSEHOLD,
     AgentKind,
     EmbodiedConfigError,
     EmbodiedPlanner,
     EntitySpec,
     EpisodeResult,
+    HouseholdEpisode,
     PlannerConfig,
     PreRetrieval,
     PreRetriever,
@@ -111,8 +113,10 @@ def run(
     max_steps: int = 6,
 ) -> tuple[EpisodeResult, ScriptedChatModel]:
     model = ScriptedChatModel([router] * 100, supports_tools=native)
-    agent = EmbodiedPlanner(model, kind, embedder=WordEmbedder(), config=PlannerConfig(max_steps=max_steps))
-    result = agent.run(HouseholdEnv("l_shape", 0, distractors), get_task(task_id))
+    agent = EmbodiedPlanner(
+        model, kind, HOUSEHOLD, embedder=WordEmbedder(), config=PlannerConfig(max_steps=max_steps)
+    )
+    result = agent.run(HouseholdEpisode.create("l_shape", 0, distractors), get_task(task_id))
     return result, model
 
 
@@ -181,7 +185,7 @@ def test_self_query_builds_typed_filters() -> None:
 # -- agents -----------------------------------------------------------------------------------------------
 def test_strict_agents_are_never_offered_the_full_graph() -> None:
     for kind in AgentKind:
-        actions = allowed_actions(kind)
+        actions = allowed_actions(kind, (a.name for a in HOUSEHOLD.actions))
         assert ("getdiscoveredobjects" in actions) == kind.may_request_full_graph
         assert actions[-1] == "done"
     router = Router([act("search", "Fridge"), act("open", "Fridge_1")])
@@ -315,9 +319,9 @@ def test_done_ends_a_completed_task_without_auto_stop() -> None:
         [Router([act("search", "Fridge"), act("open", "Fridge_1"), act("done")])] * 10, supports_tools=False
     )
     agent = EmbodiedPlanner(
-        model, "embodiedrag", embedder=WordEmbedder(), config=PlannerConfig(stop_on_success=False)
+        model, "embodiedrag", HOUSEHOLD, embedder=WordEmbedder(), config=PlannerConfig(stop_on_success=False)
     )
-    result = agent.run(HouseholdEnv("l_shape", 0, 0), get_task("easy_02"))
+    result = agent.run(HouseholdEpisode.create("l_shape", 0, 0), get_task("easy_02"))
     assert result.success and result.done_declared and result.steps == 3
 
 
@@ -339,12 +343,12 @@ def test_invalid_replies_and_fatal_errors() -> None:
 def test_retrieving_agents_need_an_embedder_and_known_names() -> None:
     model = ScriptedChatModel([])
     with pytest.raises(EmbodiedConfigError, match="embedder"):
-        EmbodiedPlanner(model, "embodiedrag")
+        EmbodiedPlanner(model, "embodiedrag", HOUSEHOLD)
     with pytest.raises(EmbodiedConfigError, match="unknown agent"):
-        EmbodiedPlanner(model, "rag-plus", embedder=WordEmbedder())
+        EmbodiedPlanner(model, "rag-plus", HOUSEHOLD, embedder=WordEmbedder())
     with pytest.raises(EmbodiedConfigError):
         PlannerConfig(max_steps=0)
-    assert EmbodiedPlanner(model, "REACT").name == "react"
+    assert EmbodiedPlanner(model, "REACT", HOUSEHOLD).name == "react"
 
 
 def test_prompt_token_count_includes_the_chat_template() -> None:
@@ -361,8 +365,8 @@ def test_history_shows_recent_thoughts_only_and_flags_repeats() -> None:
         ]
     )
     model = ScriptedChatModel([router] * 10, supports_tools=False)
-    agent = EmbodiedPlanner(model, "full-mem", config=PlannerConfig(history_thoughts=1))
-    result = agent.run(HouseholdEnv("l_shape", 0, 0), get_task("easy_02"))
+    agent = EmbodiedPlanner(model, "full-mem", HOUSEHOLD, config=PlannerConfig(history_thoughts=1))
+    result = agent.run(HouseholdEpisode.create("l_shape", 0, 0), get_task("easy_02"))
     assert result.success and result.steps == 3
     second, third = router.prompts[1][-1].content, router.prompts[2][-1].content
     assert "thought: look for the fridge" in second and "(You just did exactly this" not in second
@@ -413,10 +417,141 @@ def test_counted_prompt_tokens_equal_the_local_models_chat_template_tokens() -> 
     pre = PreRetrieval(task.instruction, [EntitySpec("apple", ()), EntitySpec("fridge", ())])
     for kind in ("full-mem", "embodiedrag-strict"):
         agent = EmbodiedPlanner(
-            ScriptedChatModel([]), kind, embedder=WordEmbedder(), decider=Recording(plan, count)
+            ScriptedChatModel([]), kind, HOUSEHOLD, embedder=WordEmbedder(), decider=Recording(plan, count)
         )
-        assert agent.run(HouseholdEnv("l_shape", 0, 290), task, pre_retrieval=pre).success
+        assert agent.run(HouseholdEpisode.create("l_shape", 0, 290), task, pre_retrieval=pre).success
     assert len(seen) == 2 * len(plan)
     counted = [count_prompt_tokens(m, count) for m in seen]
     assert counted == [sent(m) for m in seen]
     assert max(counted[len(plan) :]) < 2000 < min(counted[: len(plan)])  # subgraph vs full graph prompts
+
+
+# -- the planner takes its environment as data -------------------------------------------------------------
+def test_planner_modules_import_nothing_from_the_simulator() -> None:
+    import ast
+    from pathlib import Path
+
+    import scenerag.agents.embodied as embodied
+
+    root = Path(embodied.__file__).parent
+    for name in ("planner", "decisions", "subgraph", "environment", "pre_retrieval", "self_query", "records"):
+        tree = ast.parse((root / f"{name}.py").read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if m.startswith("scenerag.sim")], name
+
+
+def test_household_spec_mirrors_the_simulators_action_table() -> None:
+    from scenerag.agents.embodied.environment import HOLDS
+    from scenerag.sim.household import ACTIONS, AGENT_RELATIVE_ATTRIBUTES
+    from scenerag.sim.household.scene_graph import HOLDS as SIM_HOLDS
+
+    assert [a.name for a in HOUSEHOLD.actions] == list(ACTIONS)
+    for action in HOUSEHOLD.actions:
+        sim = ACTIONS[action.name]
+        assert (action.signature(), action.description) == (sim.signature(), sim.description)
+        assert action.json_schema() == sim.json_schema()
+    assert HOUSEHOLD.attribute_names == ATTRIBUTE_NAMES and SIM_HOLDS == HOLDS
+    assert not set(HOUSEHOLD.filterable_attributes) & AGENT_RELATIVE_ATTRIBUTES
+
+
+def test_environment_spec_validation() -> None:
+    from scenerag.agents.embodied import ActionSpec, EnvironmentSpec
+
+    look = ActionSpec("look", "Look around.")
+    with pytest.raises(EmbodiedConfigError, match="at least one action"):
+        EnvironmentSpec((), ("isOn",))
+    with pytest.raises(EmbodiedConfigError, match="unique"):
+        EnvironmentSpec((look, look), ("isOn",))
+    with pytest.raises(EmbodiedConfigError, match="planner's own action"):
+        EnvironmentSpec((ActionSpec("done", "Stop."),), ("isOn",))
+    with pytest.raises(EmbodiedConfigError, match="attribute names"):
+        EnvironmentSpec((look,), ())
+    with pytest.raises(EmbodiedConfigError, match="EnvironmentSpec"):
+        EmbodiedPlanner(ScriptedChatModel([]), "react", [look])  # type: ignore[arg-type]
+
+
+@dataclass
+class _Changes:
+    removed_nodes: tuple[str, ...] = ()
+    is_empty: bool = False
+
+    def touched_nodes(self) -> set[str]:
+        return set()
+
+
+@dataclass
+class _Outcome:
+    success: bool
+    message: str
+
+
+@dataclass
+class _LampTask:
+    task_id: str = "lamp"
+    difficulty: str = "easy"
+    instruction: str = "Turn on the lamp."
+    required_types: tuple[str, ...] = ("Lamp",)
+
+    def check(self, world: Any) -> bool:
+        return bool(world["O1"])
+
+
+class _LampRoom:
+    """A one-lamp environment with nothing of the household simulator."""
+
+    layout = "lamp-room"
+    n_distractors = 0
+
+    def __init__(self) -> None:
+        self.world = {"O1": False}
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    def execute(self, action: str, arguments: Any) -> _Outcome:
+        self.calls.append((action, dict(arguments)))
+        if action == "switch" and arguments.get("lamp") in self.world:
+            self.world[arguments["lamp"]] = True
+            return _Outcome(True, f"{arguments['lamp']} is on.")
+        return _Outcome(False, f"cannot {action} {dict(arguments)}")
+
+    def observe(self) -> tuple[Any, _Changes]:
+        from scenerag.graph import ontology as ont
+        from scenerag.graph.model import SceneGraph
+
+        graph = SceneGraph()
+        graph.add("A0", ont.AGENT, "robot", (0.0, 0.0, 0.0), place="P0", holding="none")
+        graph.add("O1", ont.OBJECT, "Lamp", (1.0, 0.0, 0.0), isToggled=self.world["O1"])
+        return graph, _Changes()
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_planner_drives_any_environment_described_as_data(native: bool) -> None:
+    from scenerag.agents.embodied import ActionParameter, ActionSpec, EnvironmentSpec
+
+    spec = EnvironmentSpec(
+        (
+            ActionSpec("switch", "Turn a lamp on.", (ActionParameter("lamp", "id of a lamp, e.g. O1"),)),
+            ActionSpec("wait", "Do nothing for a moment."),
+        ),
+        ("isToggled",),
+    )
+    reply: Reply = ToolCall("", "switch", {"lamp": "O1"}) if native else act("switch", "O1")
+    model = ScriptedChatModel(
+        [reply, ToolCall("", "done", {}) if native else act("done")], supports_tools=native
+    )
+    agent = EmbodiedPlanner(model, "full-mem", spec, config=PlannerConfig(stop_on_success=False))
+    env = _LampRoom()
+    result = agent.run(env, _LampTask())
+    assert result.success and result.done_declared and result.steps == 2
+    assert env.calls == [("switch", {"lamp": "O1"})]
+    assert (result.layout, result.trajectory[0].observation) == ("lamp-room", "O1 is on.")
+    first = model.calls[0]
+    system = first.messages[0].content
+    assert "- switch(lamp): Turn a lamp on." in system and "- wait(): Do nothing" in system
+    assert "moveto" not in system and "kitchen" not in system  # nothing of the household simulator
+    if native:
+        assert [t.name for t in first.tools] == ["switch", "wait", "done"]
+        assert first.tools[0].parameters["required"] == ["lamp"]
+    else:
+        assert first.response_schema is not None
+        assert first.response_schema["properties"]["action"]["enum"] == ["switch", "wait", "done"]

@@ -148,8 +148,7 @@ def test_replayed_prompts_measure_the_token_reduction() -> None:
 
 
 def test_replay_counts_exactly_the_prompts_shown() -> None:
-    from scenerag.agents.embodied import EmbodiedPlanner, ReplayDecider
-    from scenerag.sim.household import HouseholdEnv
+    from scenerag.agents.embodied import HOUSEHOLD, EmbodiedPlanner, HouseholdEpisode, ReplayDecider
 
     seen: list[list[Message]] = []
 
@@ -161,8 +160,8 @@ def test_replay_counts_exactly_the_prompts_shown() -> None:
     decider = Recording(
         [("search", {"query": "Fridge"}), ("open", {"object_id": "Fridge_1"})], estimate_tokens
     )
-    agent = EmbodiedPlanner(ScriptedChatModel([]), "full-mem", decider=decider)
-    result = agent.run(HouseholdEnv("l_shape", 0, 0), get_task("easy_02"))
+    agent = EmbodiedPlanner(ScriptedChatModel([]), "full-mem", HOUSEHOLD, decider=decider)
+    result = agent.run(HouseholdEpisode.create("l_shape", 0, 0), get_task("easy_02"))
     assert result.success and len(seen) == 2
     assert result.planner_usage.input_tokens == sum(count_prompt_tokens(m, estimate_tokens) for m in seen)
 

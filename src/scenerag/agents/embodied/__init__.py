@@ -1,6 +1,7 @@
 """EmbodiedRAG (Booker et al., 2024): task-driven 3D scene subgraph retrieval with environment and
-self-query feedback, a ReAct planner over the symbolic household simulator, the paper's agents (ReAct,
-Full-Mem, EmbodiedRAG, -strict, -feedback) and the benchmark that compares them.
+self-query feedback, a ReAct planner over any environment that states its actions as data
+(``environment``), the paper's agents (ReAct, Full-Mem, EmbodiedRAG, -strict, -feedback), the symbolic
+household simulator wired to them (``household``) and the benchmark that compares them.
 """
 
 from scenerag.agents.embodied.decisions import (
@@ -10,7 +11,15 @@ from scenerag.agents.embodied.decisions import (
     ReplayDecider,
     count_prompt_tokens,
 )
+from scenerag.agents.embodied.environment import (
+    ActionParameter,
+    ActionSpec,
+    EmbodiedTask,
+    Environment,
+    EnvironmentSpec,
+)
 from scenerag.agents.embodied.errors import EmbodiedConfigError
+from scenerag.agents.embodied.household import HOUSEHOLD, HouseholdEpisode
 from scenerag.agents.embodied.planner import (
     AgentKind,
     EmbodiedPlanner,
@@ -41,6 +50,9 @@ from scenerag.agents.embodied.subgraph import (
 )
 
 __all__ = [
+    "HOUSEHOLD",
+    "ActionParameter",
+    "ActionSpec",
     "AgentKind",
     "AgentSummary",
     "BenchmarkConfig",
@@ -49,8 +61,12 @@ __all__ = [
     "Decision",
     "EmbodiedConfigError",
     "EmbodiedPlanner",
+    "EmbodiedTask",
     "EntitySpec",
+    "Environment",
+    "EnvironmentSpec",
     "EpisodeResult",
+    "HouseholdEpisode",
     "IndexUpdate",
     "LLMDecider",
     "PlannerConfig",

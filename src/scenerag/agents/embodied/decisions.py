@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from scenerag.agents.embodied.environment import DONE_ACTION, ActionSpec
 from scenerag.agents.embodied.errors import EmbodiedConfigError
 from scenerag.llm.base import ChatModel, LLMError, Message, ToolSpec, Usage
-from scenerag.sim.household.actions import ACTIONS
 
 FULL_GRAPH_ACTION = "getdiscoveredobjects"
-DONE_ACTION = "done"
+"""The environment action (where it has one) that returns the full discovered scene graph."""
 CHATML_OVERHEAD_TOKENS = 5
 """Template tokens around each message of a ChatML prompt (``<|im_start|>``, role, newline, ``<|im_end|>``,
 newline), added to content token counts where a prompt is counted rather than sent."""
@@ -64,39 +64,44 @@ def action_schema(actions: Sequence[str], thought_chars: int) -> dict[str, Any]:
     }
 
 
-def action_arguments(action: str, argument: str) -> dict[str, str]:
-    """The keyword arguments of ``action`` given the single ``argument`` string of a JSON-mode reply."""
-    spec = ACTIONS.get(action)
+def action_arguments(spec: ActionSpec | None, argument: str) -> dict[str, str]:
+    """The keyword arguments of the action ``spec`` describes given the single ``argument`` string of a
+    JSON-mode reply (its first parameter; none for an unknown action or an empty argument)."""
     if spec is None or not spec.parameters or not argument.strip():
         return {}
     return {spec.parameters[0].name: argument.strip()}
 
 
-def tool_specs_for(actions: Sequence[str]) -> list[ToolSpec]:
-    """Native tool specs of ``actions`` (``done`` included as a tool without arguments)."""
-    specs: list[ToolSpec] = []
+def tool_specs_for(actions: Sequence[str], specs: Mapping[str, ActionSpec]) -> list[ToolSpec]:
+    """Native tool specs of the actions named ``actions``, described by ``specs`` (``done`` included as a
+    tool without arguments)."""
+    tools: list[ToolSpec] = []
     for name in actions:
         if name == DONE_ACTION:
-            specs.append(
+            tools.append(
                 ToolSpec(
                     DONE_ACTION,
                     "Declare the task complete.",
                     {"type": "object", "properties": {}, "additionalProperties": False},
                 )
             )
+        elif name in specs:
+            spec = specs[name]
+            tools.append(ToolSpec(spec.name, spec.description, spec.json_schema()))
         else:
-            spec = ACTIONS[name]
-            specs.append(ToolSpec(spec.name, spec.description, spec.json_schema()))
-    return specs
+            raise EmbodiedConfigError(f"no action spec for {name!r}", hint="pass it in the decider's actions")
+    return tools
 
 
 class LLMDecider:
     """Asks a chat model: native tool calls when ``tool_interface`` allows (``auto``: where the model has
-    them), else a grammar/JSON-schema action whose thought is at most ``thought_chars`` long."""
+    them), else a grammar/JSON-schema action whose thought is at most ``thought_chars`` long. ``actions``
+    describe the environment actions it may be offered (tool specs, argument names)."""
 
     def __init__(
         self,
         model: ChatModel,
+        actions: Sequence[ActionSpec],
         *,
         tool_interface: ToolInterface = "auto",
         max_reply_tokens: int = 200,
@@ -105,6 +110,7 @@ class LLMDecider:
         if tool_interface not in ("auto", "native", "json"):
             raise EmbodiedConfigError(f"tool_interface must be auto, native or json, got {tool_interface!r}")
         self.model = model
+        self.specs = {spec.name: spec for spec in actions}
         self.tool_interface = tool_interface
         self.max_reply_tokens = max_reply_tokens
         self.thought_chars = thought_chars
@@ -119,7 +125,7 @@ class LLMDecider:
         try:
             if self.native:
                 response = self.model.chat(
-                    messages, tools=tool_specs_for(actions), max_tokens=self.max_reply_tokens
+                    messages, tools=tool_specs_for(actions, self.specs), max_tokens=self.max_reply_tokens
                 )
             else:
                 response = self.model.chat(
@@ -169,7 +175,7 @@ class LLMDecider:
         return Decision(
             str(value.get("thought", "")).strip(),
             action,
-            action_arguments(action, argument if isinstance(argument, str) else ""),
+            action_arguments(self.specs.get(action), argument if isinstance(argument, str) else ""),
             response.usage,
             seconds,
             message.content,

@@ -1,7 +1,9 @@
-"""The ReAct planner of EmbodiedRAG (paper §4.4) over the household action API, and the paper's agents.
+"""The ReAct planner of EmbodiedRAG (paper §4.4) over an environment's action API, and the paper's agents.
 
-Contract: ``EmbodiedPlanner(model, kind).run(env, task)`` plays one episode: every step it refreshes the
-robot's scene graph (``SceneGraphTracker`` diff → incremental index update), builds the step's context for
+Contract: ``EmbodiedPlanner(model, kind, spec).run(env, task)`` plays one episode in ``env`` (an
+:class:`~scenerag.agents.embodied.environment.Environment`) whose actions and object attributes ``spec``
+(an :class:`~scenerag.agents.embodied.environment.EnvironmentSpec`) describes: every step it refreshes the
+robot's scene graph (``env.observe()`` changes → incremental index update), builds the step's context for
 its :class:`AgentKind` (none, the full graph, or the retrieved task subgraph), asks the decider for one
 thought + action, executes it in the environment and feeds the result (failures included) back through a
 bounded history. The episode ends when ``task.check(world)`` holds (or the planner says ``done`` and it
@@ -15,18 +17,24 @@ Agents: ``react`` (no graph in the prompt; ``getdiscoveredobjects`` returns the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from scenerag.agents.embodied.decisions import (
-    DONE_ACTION,
     FULL_GRAPH_ACTION,
     Decider,
     Decision,
     LLMDecider,
     ToolInterface,
     count_prompt_tokens,
+)
+from scenerag.agents.embodied.environment import (
+    DONE_ACTION,
+    HOLDS,
+    EmbodiedTask,
+    Environment,
+    EnvironmentSpec,
 )
 from scenerag.agents.embodied.errors import EmbodiedConfigError
 from scenerag.agents.embodied.pre_retrieval import PreRetrieval, PreRetriever
@@ -43,11 +51,6 @@ from scenerag.graph.model import SceneGraph
 from scenerag.llm.base import ChatModel, LLMError, Message
 from scenerag.retrieval.embeddings import Embedder
 from scenerag.retrieval.subgraph import RetrievedSubgraph, SubgraphConfig, serialize_graph
-from scenerag.sim.household.actions import ACTIONS
-from scenerag.sim.household.attributes import AGENT_RELATIVE_ATTRIBUTES, ATTRIBUTE_NAMES
-from scenerag.sim.household.env import HouseholdEnv
-from scenerag.sim.household.scene_graph import HOLDS, SceneGraphTracker
-from scenerag.sim.household.tasks import Task
 
 
 class AgentKind(StrEnum):
@@ -117,8 +120,7 @@ class PlannerConfig:
 
 
 # -- prompts ----------------------------------------------------------------------------------------------
-SYSTEM_PROMPT = """You are the task planner of a single-arm mobile robot in a kitchen. Work step by step: each turn, think about the task, what you know and what the last action returned, then choose exactly one action.
-Objects are named by their id (e.g. Mug_1). You can act only on discovered objects and must be within reach (moveto first); you hold at most one object; open a closed receptacle before taking from or putting into it; a stove burner is switched by its stove knob. If the objects you need are not known yet, use search or randomlyexplore. When the task is complete, choose done.
+SYSTEM_PROMPT = """{instructions}
 {context_rule}
 Actions:
 {actions}
@@ -158,9 +160,10 @@ JSON_REPLY_RULE = (
 REPEAT_NOTE = "(You just did exactly this and it changed nothing: do something else.)"
 
 
-def allowed_actions(kind: AgentKind) -> list[str]:
-    """The actions offered to ``kind`` (strict agents never get ``getdiscoveredobjects``), then ``done``."""
-    names = [n for n in ACTIONS if n != FULL_GRAPH_ACTION or kind.may_request_full_graph]
+def allowed_actions(kind: AgentKind, actions: Iterable[str]) -> list[str]:
+    """The names of ``actions`` offered to ``kind`` (strict agents never get ``getdiscoveredobjects``), then
+    ``done``."""
+    names = [n for n in actions if n != FULL_GRAPH_ACTION or kind.may_request_full_graph]
     return [*names, DONE_ACTION]
 
 
@@ -186,7 +189,9 @@ def _clip(text: str, limit: int) -> str:
 
 # -- the planner ------------------------------------------------------------------------------------------
 class EmbodiedPlanner:
-    """One agent of the evaluation (see module contract). ``embedder`` is needed by retrieving agents;
+    """One agent of the evaluation (see module contract) for the environment ``spec`` describes (its actions
+    and object attributes; the household simulator's is ``scenerag.agents.embodied.household.HOUSEHOLD``).
+    ``embedder`` is needed by retrieving agents;
     ``decider`` replaces the model's decisions (token measurements on a replayed plan);
     ``retrieval_model`` runs pre-retrieval and self-query (default: ``model``; a second instance of the same
     local model keeps the planner's prompt cache warm)."""
@@ -195,15 +200,21 @@ class EmbodiedPlanner:
         self,
         model: ChatModel,
         kind: AgentKind | str,
+        spec: EnvironmentSpec,
         *,
         embedder: Embedder | None = None,
         config: PlannerConfig | None = None,
         subgraph_config: SubgraphConfig | None = None,
         decider: Decider | None = None,
         retrieval_model: ChatModel | None = None,
-        attribute_names: Sequence[str] = ATTRIBUTE_NAMES,
     ) -> None:
+        if not isinstance(spec, EnvironmentSpec):
+            raise EmbodiedConfigError(
+                f"the planner needs an EnvironmentSpec (its actions and attributes), got {type(spec).__name__}",
+                hint="for the household simulator: scenerag.agents.embodied.household.HOUSEHOLD",
+            )
         self.model = model
+        self.spec = spec
         self.retrieval_model = retrieval_model or model
         self.kind = parse_agent_kind(kind)
         self.config = config or PlannerConfig()
@@ -216,25 +227,32 @@ class EmbodiedPlanner:
         self.embedder = embedder
         self.decider: Decider = decider or LLMDecider(
             model,
+            spec.actions,
             tool_interface=self.config.tool_interface,
             max_reply_tokens=self.config.max_reply_tokens,
             thought_chars=self.config.thought_chars,
         )
-        self.attribute_names = tuple(attribute_names)
+        self.attribute_names = spec.attribute_names
         self.pre_retriever = PreRetriever(self.retrieval_model, self.attribute_names)
-        filterable = [a for a in self.attribute_names if a not in AGENT_RELATIVE_ATTRIBUTES]
-        self.self_querier = SelfQuerier(self.retrieval_model, self.attribute_names, filterable=filterable)
-        self.actions = allowed_actions(self.kind)
+        self.self_querier = SelfQuerier(
+            self.retrieval_model, self.attribute_names, filterable=spec.filterable_attributes
+        )
+        self.actions = allowed_actions(self.kind, (a.name for a in spec.actions))
 
     @property
     def name(self) -> str:
         return self.kind.value
 
     def system_prompt(self) -> str:
+        specs = {a.name: a for a in self.spec.actions}
         lines = [
-            f"- {ACTIONS[n].signature()}: {ACTIONS[n].description}" for n in self.actions if n != DONE_ACTION
+            f"- {specs[n].signature()}: {specs[n].description}" for n in self.actions if n != DONE_ACTION
         ]
-        text = SYSTEM_PROMPT.format(context_rule=CONTEXT_RULES[self.kind], actions="\n".join(lines))
+        text = SYSTEM_PROMPT.format(
+            instructions=self.spec.instructions,
+            context_rule=CONTEXT_RULES[self.kind],
+            actions="\n".join(lines),
+        )
         native = isinstance(self.decider, LLMDecider) and self.decider.native
         return text if native else f"{text}\n{JSON_REPLY_RULE}"
 
@@ -253,7 +271,12 @@ class EmbodiedPlanner:
         return "Scene graph: not shown (call getdiscoveredobjects to read it).", 0
 
     def step_messages(
-        self, task: Task, graph: SceneGraph, context: str, history: Sequence[StepRecord], step: int
+        self,
+        task: EmbodiedTask,
+        graph: SceneGraph,
+        context: str,
+        history: Sequence[StepRecord],
+        step: int,
     ) -> list[Message]:
         """The prompt of one planning step: system rules, then the task, the recent history (actions and what
         they returned, with the thoughts of the last ``history_thoughts`` steps), and last the current
@@ -282,8 +305,8 @@ class EmbodiedPlanner:
 
     def run(
         self,
-        env: HouseholdEnv,
-        task: Task,
+        env: Environment,
+        task: EmbodiedTask,
         *,
         pre_retrieval: PreRetrieval | None = None,
         on_step: Callable[[StepRecord], None] | None = None,
@@ -298,12 +321,11 @@ class EmbodiedPlanner:
             instruction=task.instruction,
             agent=self.kind.value,
             model=self.model.name,
-            layout=env.config.name,
-            n_distractors=env.config.n_distractors,
+            layout=env.layout,
+            n_distractors=env.n_distractors,
             required_types=list(task.required_types),
         )
-        tracker = SceneGraphTracker(env)
-        graph, diff = tracker.update()
+        graph, diff = env.observe()
         index: SceneIndex | None = None
         retriever: TaskRetriever | None = None
         required = set(task.required_types)
@@ -365,7 +387,7 @@ class EmbodiedPlanner:
                 result.steps = step + 1
                 finished = self._act(env, task, decision, record, result)
                 if record.action and record.action != DONE_ACTION and decision.error is None:
-                    graph, diff = tracker.update()
+                    graph, diff = env.observe()
                     record.graph_changed = not diff.is_empty
                     if index is not None:
                         record.index_update = index.apply(graph, diff).to_dict()
@@ -396,7 +418,12 @@ class EmbodiedPlanner:
         return result
 
     def _act(
-        self, env: HouseholdEnv, task: Task, decision: Decision, record: StepRecord, result: EpisodeResult
+        self,
+        env: Environment,
+        task: EmbodiedTask,
+        decision: Decision,
+        record: StepRecord,
+        result: EpisodeResult,
     ) -> bool:
         """Execute ``decision`` (or explain why not) into ``record``; True when the episode should end."""
         if decision.error is not None:

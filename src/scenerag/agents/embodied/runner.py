@@ -18,13 +18,13 @@ from typing import Any
 
 from scenerag.agents.embodied.decisions import ReplayDecider
 from scenerag.agents.embodied.errors import EmbodiedConfigError
+from scenerag.agents.embodied.household import HOUSEHOLD, HouseholdEpisode
 from scenerag.agents.embodied.planner import AgentKind, EmbodiedPlanner, PlannerConfig, parse_agent_kind
 from scenerag.agents.embodied.pre_retrieval import EntitySpec, PreRetrieval, PreRetriever
 from scenerag.agents.embodied.records import EpisodeResult, StepRecord
 from scenerag.llm.base import ChatModel
 from scenerag.retrieval.embeddings import Embedder
 from scenerag.retrieval.subgraph import SubgraphConfig
-from scenerag.sim.household.attributes import ATTRIBUTE_NAMES
 from scenerag.sim.household.env import HouseholdEnv
 from scenerag.sim.household.layouts import DISTRACTOR_SETTINGS, LAYOUT_STYLES
 from scenerag.sim.household.solver import solve
@@ -111,16 +111,21 @@ def run_episode(
     on_step: Callable[[StepRecord], None] | None = None,
 ) -> EpisodeResult:
     """One episode of ``task`` on a fresh kitchen ``(style, seed, n_distractors)``."""
-    env = HouseholdEnv(style, seed, n_distractors)
     agent = EmbodiedPlanner(
         model,
         kind,
+        HOUSEHOLD,
         embedder=embedder,
         config=planner,
         subgraph_config=subgraph,
         retrieval_model=retrieval_model,
     )
-    return agent.run(env, task, pre_retrieval=pre_retrieval, on_step=on_step)
+    return agent.run(
+        HouseholdEpisode.create(style, seed, n_distractors),
+        task,
+        pre_retrieval=pre_retrieval,
+        on_step=on_step,
+    )
 
 
 def run_benchmark(
@@ -140,7 +145,7 @@ def run_benchmark(
             "retrieving agents need an embedder", hint='pass make_embedder("minilm", threads=1)'
         )
     tasks = select_tasks(config.tasks)
-    pre_retriever = PreRetriever(retrieval_model or model, ATTRIBUTE_NAMES)
+    pre_retriever = PreRetriever(retrieval_model or model, HOUSEHOLD.attribute_names)
     cache: dict[str, PreRetrieval] = {}
     episodes: list[EpisodeResult] = []
     for index, task in enumerate(tasks):
@@ -373,12 +378,20 @@ def measure_replayed_tokens(
             )
         decider = ReplayDecider([(p.name, p.arguments) for p in plan], counter)
         agent = EmbodiedPlanner(
-            model, kind, embedder=embedder, config=config, subgraph_config=subgraph, decider=decider
+            model,
+            kind,
+            HOUSEHOLD,
+            embedder=embedder,
+            config=config,
+            subgraph_config=subgraph,
+            decider=decider,
         )
         pre = pre_retrieval if kind.retrieves else None
         if kind.retrieves and pre is None:
             pre = agent.pre_retriever.run(task.instruction)
-        out[kind.value] = agent.run(HouseholdEnv(style, seed, n_distractors), task, pre_retrieval=pre)
+        out[kind.value] = agent.run(
+            HouseholdEpisode.create(style, seed, n_distractors), task, pre_retrieval=pre
+        )
     return out
 
 
@@ -503,7 +516,7 @@ def replay_benchmark(
             f"unknown pre-retrieval {pre_retrieval!r}", hint="use llm or required-types"
         )
     kinds = [parse_agent_kind(a) for a in agents]
-    pre_retriever = PreRetriever(retrieval_model or model, ATTRIBUTE_NAMES)
+    pre_retriever = PreRetriever(retrieval_model or model, HOUSEHOLD.attribute_names)
     window = getattr(model, "context_window", None)
     report = ReplayReport([], model.name, window, pre_retrieval)
     for index, task in enumerate(select_tasks(tasks)):

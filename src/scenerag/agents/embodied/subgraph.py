@@ -2,10 +2,11 @@
 an entity index kept in sync with the robot's changing scene graph, and the per-step task subgraph.
 
 Contract: ``SceneIndex.apply(graph, diff)`` makes its ``EntityStore`` reflect ``graph`` by touching only the
-nodes a ``SceneGraphDiff`` names (new nodes embedded, changed ones re-indexed — a state change is metadata
-only, since an entity's text is its class label —, removed ones deleted). ``TaskRetriever.retrieve(graph)``
-runs the pre-retrieved queries plus the self-query queries of the last ``feedback_window`` steps against the
-current index and returns the induced subgraph with only the task-relevant attributes.
+nodes a ``GraphChanges`` (e.g. the household simulator's ``SceneGraphDiff``) names (new nodes embedded,
+changed ones re-indexed — a state change is metadata only, since an entity's text is its class label —,
+removed ones deleted). ``TaskRetriever.retrieve(graph)`` runs the pre-retrieved queries plus the self-query
+queries of the last ``feedback_window`` steps against the current index and returns the induced subgraph
+with only the task-relevant attributes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from scenerag.agents.embodied.environment import GraphChanges
 from scenerag.agents.embodied.errors import EmbodiedConfigError
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
@@ -23,7 +25,6 @@ from scenerag.retrieval.documents import DocumentConfig
 from scenerag.retrieval.embeddings import Embedder
 from scenerag.retrieval.entity_store import EntityStore
 from scenerag.retrieval.subgraph import EntityQuery, RetrievedSubgraph, SubgraphConfig, retrieve_subgraph
-from scenerag.sim.household.scene_graph import SceneGraphDiff
 
 ENTITY_LABELS: tuple[str, ...] = (ont.OBJECT,)
 NO_SUBDOCUMENTS = 1 << 30  # a minimum length no text reaches: every attribute stays metadata
@@ -96,7 +97,7 @@ class SceneIndex:
     def __len__(self) -> int:
         return len(self.store)
 
-    def apply(self, graph: SceneGraph, diff: SceneGraphDiff) -> IndexUpdate:
+    def apply(self, graph: SceneGraph, diff: GraphChanges) -> IndexUpdate:
         """Index the nodes ``diff`` touches (as they are in ``graph``) and drop the ones it removed."""
         started = time.perf_counter()
         encoded_before = _texts_encoded(self.embedder)

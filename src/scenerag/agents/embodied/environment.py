@@ -1,0 +1,175 @@
+"""What the EmbodiedRAG planner needs from an environment, stated without any simulator: the actions it may
+call, as data, and the episode it acts in, as protocols.
+
+Contract: an environment describes its actions with :class:`ActionSpec` (name, description, string
+arguments) and its object attributes in an :class:`EnvironmentSpec`; the planner offers them to the model (prompt lines, native tool specs, a JSON-schema action)
+and calls ``Environment.execute(name, arguments)``, which never raises for planner mistakes: it returns an
+:class:`ActionOutcome` whose message says what happened or why not. ``Environment.observe()`` returns the
+robot's scene graph of everything discovered so far and what changed since the previous ``observe()`` (the
+first call: everything), so the entity index is updated incrementally. The robot is the graph's ``Agent``
+node (attributes ``place``, ``holding``) and holds an object through a :data:`HOLDS` edge. The household
+simulator is wired to these in :mod:`scenerag.agents.embodied.household`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from scenerag.agents.embodied.errors import EmbodiedConfigError
+from scenerag.graph.model import SceneGraph
+
+HOLDS = "HOLDS"
+"""Edge type from the robot's ``Agent`` node to the object it holds."""
+DONE_ACTION = "done"
+"""The planner's own action ending an episode; no environment action may take the name."""
+DEFAULT_INSTRUCTIONS = (
+    "You are the task planner of a robot. Work step by step: each turn, think about the task, what you know "
+    "and what the last action returned, then choose exactly one action.\n"
+    "Objects are named by their id. When the task is complete, choose done."
+)
+"""The opening of the planner's system prompt for an environment that gives no instructions of its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionParameter:
+    """One string argument of an action."""
+
+    name: str
+    description: str
+    required: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    """A planner-callable action: its name, what it does (shown to the model) and its string arguments."""
+
+    name: str
+    description: str
+    parameters: tuple[ActionParameter, ...] = ()
+
+    def json_schema(self) -> dict[str, Any]:
+        """JSON schema of the arguments object (every argument a string)."""
+        return {
+            "type": "object",
+            "properties": {p.name: {"type": "string", "description": p.description} for p in self.parameters},
+            "required": [p.name for p in self.parameters if p.required],
+            "additionalProperties": False,
+        }
+
+    def signature(self) -> str:
+        """``name(arg, optional?)`` for a prompt line."""
+        args = ", ".join(p.name if p.required else f"{p.name}?" for p in self.parameters)
+        return f"{self.name}({args})"
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """What a planner is told about an environment before an episode: the actions it may call (in the
+    order they are offered) and the attribute names its objects carry; ``agent_relative_attributes`` are
+    those that depend on the robot's pose (``visible``, ``distance``, ...), which self-queries do not filter
+    on; ``instructions`` open the planner's system prompt (the robot, the world and its rules)."""
+
+    actions: tuple[ActionSpec, ...]
+    attribute_names: tuple[str, ...]
+    agent_relative_attributes: frozenset[str] = frozenset()
+    instructions: str = DEFAULT_INSTRUCTIONS
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.actions]
+        if not names:
+            raise EmbodiedConfigError("an environment needs at least one action")
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise EmbodiedConfigError(f"action names must be unique, repeated: {repeated}")
+        if DONE_ACTION in names:
+            raise EmbodiedConfigError(f"{DONE_ACTION!r} is the planner's own action, not an environment's")
+        if not self.attribute_names:
+            raise EmbodiedConfigError("an environment needs the list of its object attribute names")
+        object.__setattr__(self, "actions", tuple(self.actions))
+        object.__setattr__(self, "attribute_names", tuple(self.attribute_names))
+        object.__setattr__(self, "agent_relative_attributes", frozenset(self.agent_relative_attributes))
+
+    def action(self, name: str) -> ActionSpec | None:
+        """The action called ``name`` (None when there is none)."""
+        return next((a for a in self.actions if a.name == name), None)
+
+    @property
+    def filterable_attributes(self) -> tuple[str, ...]:
+        """Attribute names a retrieval filter may test (the agent-relative ones excluded)."""
+        return tuple(a for a in self.attribute_names if a not in self.agent_relative_attributes)
+
+
+class ActionOutcome(Protocol):
+    """What executing one action returned."""
+
+    @property
+    def success(self) -> bool: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+class GraphChanges(Protocol):
+    """What changed in the robot's scene graph between two observations."""
+
+    @property
+    def removed_nodes(self) -> Sequence[str]: ...
+
+    @property
+    def is_empty(self) -> bool: ...
+
+    def touched_nodes(self) -> set[str]:
+        """Nodes whose document (own fields or incident edges) needs re-indexing, removed ones excluded."""
+        ...
+
+
+class EmbodiedTask(Protocol):
+    """A task of an episode; ``check(world)`` says whether it holds in the environment's true state."""
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def difficulty(self) -> str: ...
+
+    @property
+    def instruction(self) -> str: ...
+
+    @property
+    def required_types(self) -> Sequence[str]: ...
+
+    def check(self, world: Any) -> bool: ...
+
+
+class Environment(Protocol):
+    """One episode's environment as the planner sees it (see the module contract); ``layout`` and
+    ``n_distractors`` only label the episode's records, ``world`` is what ``EmbodiedTask.check`` reads."""
+
+    @property
+    def layout(self) -> str: ...
+
+    @property
+    def n_distractors(self) -> int: ...
+
+    @property
+    def world(self) -> Any: ...
+
+    def execute(self, action: str, arguments: Mapping[str, str]) -> ActionOutcome: ...
+
+    def observe(self) -> tuple[SceneGraph, GraphChanges]: ...
+
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "DONE_ACTION",
+    "HOLDS",
+    "ActionOutcome",
+    "ActionParameter",
+    "ActionSpec",
+    "EmbodiedTask",
+    "Environment",
+    "EnvironmentSpec",
+    "GraphChanges",
+]

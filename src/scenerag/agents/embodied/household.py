@@ -1,0 +1,76 @@
+"""The symbolic household simulator wired to the EmbodiedRAG planner: its action table as
+:class:`~scenerag.agents.embodied.environment.ActionSpec` data (:data:`HOUSEHOLD`, with the 28 object
+attributes and the kitchen's rules for the planner's prompt) and a ``HouseholdEnv`` as the planner's ``Environment`` (:class:`HouseholdEpisode`).
+
+The planner itself imports nothing from the simulator; the benchmark runner uses this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from scenerag.agents.embodied.environment import ActionParameter, ActionSpec, EnvironmentSpec
+from scenerag.graph.model import SceneGraph
+from scenerag.sim.household.actions import ACTIONS, ActionResult
+from scenerag.sim.household.attributes import AGENT_RELATIVE_ATTRIBUTES, ATTRIBUTE_NAMES
+from scenerag.sim.household.env import HouseholdEnv
+from scenerag.sim.household.scene_graph import SceneGraphDiff, SceneGraphTracker
+from scenerag.sim.household.world import World
+
+
+def household_actions() -> tuple[ActionSpec, ...]:
+    """The simulator's actions (``randomlyexplore``, ``moveto``, ``pickup``, ...) as planner data, in the
+    simulator's order, without their handlers."""
+    return tuple(
+        ActionSpec(
+            spec.name,
+            spec.description,
+            tuple(ActionParameter(p.name, p.description, p.required) for p in spec.parameters),
+        )
+        for spec in ACTIONS.values()
+    )
+
+
+HOUSEHOLD_INSTRUCTIONS = """You are the task planner of a single-arm mobile robot in a kitchen. Work step by step: each turn, think about the task, what you know and what the last action returned, then choose exactly one action.
+Objects are named by their id (e.g. Mug_1). You can act only on discovered objects and must be within reach (moveto first); you hold at most one object; open a closed receptacle before taking from or putting into it; a stove burner is switched by its stove knob. If the objects you need are not known yet, use search or randomlyexplore. When the task is complete, choose done."""
+
+HOUSEHOLD = EnvironmentSpec(
+    household_actions(), ATTRIBUTE_NAMES, AGENT_RELATIVE_ATTRIBUTES, instructions=HOUSEHOLD_INSTRUCTIONS
+)
+"""What the planner is told about the household simulator: its actions, object attributes and rules."""
+
+
+class HouseholdEpisode:
+    """A ``HouseholdEnv`` as the planner's ``Environment``: ``observe()`` follows its discovered scene graph
+    with a ``SceneGraphTracker`` (agent-relative attributes ignored), so the first call returns everything.
+    Use one per episode."""
+
+    def __init__(self, env: HouseholdEnv) -> None:
+        self.env = env
+        self.tracker = SceneGraphTracker(env)
+
+    @classmethod
+    def create(cls, style: str = "l_shape", seed: int = 0, n_distractors: int = 0) -> HouseholdEpisode:
+        """A fresh kitchen ``(style, seed, n_distractors)`` (see ``HouseholdEnv``)."""
+        return cls(HouseholdEnv(style, seed, n_distractors))
+
+    @property
+    def layout(self) -> str:
+        return self.env.config.name
+
+    @property
+    def n_distractors(self) -> int:
+        return self.env.config.n_distractors
+
+    @property
+    def world(self) -> World:
+        return self.env.world
+
+    def execute(self, action: str, arguments: Mapping[str, str]) -> ActionResult:
+        return self.env.execute(action, arguments)
+
+    def observe(self) -> tuple[SceneGraph, SceneGraphDiff]:
+        return self.tracker.update()
+
+
+__all__ = ["HOUSEHOLD", "HOUSEHOLD_INSTRUCTIONS", "HouseholdEpisode", "household_actions"]
