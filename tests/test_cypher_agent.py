@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from scenerag import SceneGraph
-from scenerag.agents import CypherAgent, CypherAgentConfig, summarize_rows
-from scenerag.agents.cypher_agent import ANSWER_ACTION_SCHEMA
+from scenerag.agents import ToolCallingCypherAgent, ToolCallingCypherConfig, summarize_rows
+from scenerag.agents.tool_cypher_agent import ANSWER_ACTION_SCHEMA
 from scenerag.llm import LLMError, Message, ScriptedChatModel, ToolCall
 from scenerag.store import CypherStore, open_store
 from scenerag.store.base import QueryResult
@@ -48,7 +48,7 @@ def test_agentic_json_runs_query_and_answers(store: CypherStore, hydra_graph: Sc
     expected = lounge_signs(hydra_graph)
     answer = "<" + ", ".join(sorted(expected)) + ">"
     model = ScriptedChatModel([act("tool", LOUNGE_SIGNS), act("answer", answer)], supports_tools=False)
-    result = CypherAgent(model, store).run("Which signs are in the lounge?", answer_type="set")
+    result = ToolCallingCypherAgent(model, store).run("Which signs are in the lounge?", answer_type="set")
     assert result.answer == answer and result.error is None
     assert result.llm_calls == 2 and result.tool_calls == 1 and result.valid_tool_rate == 1.0
     assert result.tools[0].rows == len(expected)
@@ -74,7 +74,7 @@ def test_failed_query_error_goes_back_to_the_model(store: CypherStore) -> None:
         ],
         supports_tools=False,
     )
-    result = CypherAgent(model, store).run("How many objects are there?")
+    result = ToolCallingCypherAgent(model, store).run("How many objects are there?")
     feedback = model.calls[1].messages[-1].content
     assert "unknown node label 'Objects'" in feedback and "Object" in feedback
     assert [t.ok for t in result.tools] == [False, True]
@@ -89,7 +89,7 @@ def test_writes_are_refused_and_reported(store: CypherStore) -> None:
         [act("tool", "MATCH (o:Object) SET o.class = 'bag' RETURN count(o)"), act("answer", "done")],
         supports_tools=False,
     )
-    result = CypherAgent(model, store).run("Rename every object to bag.")
+    result = ToolCallingCypherAgent(model, store).run("Rename every object to bag.")
     assert "write_refused" in model.calls[1].messages[-1].content
     assert not result.tools[0].ok
     assert store.query(count).rows == before
@@ -98,7 +98,7 @@ def test_writes_are_refused_and_reported(store: CypherStore) -> None:
 def test_tool_call_limit_forces_an_answer(store: CypherStore) -> None:
     q = act("tool", "MATCH (r:Room) RETURN count(r) AS n")
     model = ScriptedChatModel([q, q, act("answer", "5")], supports_tools=False)
-    result = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=2)).run("How many rooms?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_tool_calls=2)).run("How many rooms?")
     assert result.tool_calls == 2 and result.answer == "5"
     assert model.calls[2].response_schema == ANSWER_ACTION_SCHEMA
     assert "no tool calls left" in model.calls[2].messages[-1].content
@@ -106,7 +106,7 @@ def test_tool_call_limit_forces_an_answer(store: CypherStore) -> None:
 
 def test_invalid_sldp_answer_is_corrected(store: CypherStore) -> None:
     model = ScriptedChatModel([act("answer", "<R1, R2"), act("answer", "<R1, R2>")], supports_tools=False)
-    result = CypherAgent(model, store).run("Which rooms?")
+    result = ToolCallingCypherAgent(model, store).run("Which rooms?")
     assert "not valid SLDP" in model.calls[1].messages[-1].content
     assert result.answer == "<R1, R2>" and result.error is None
 
@@ -114,7 +114,7 @@ def test_invalid_sldp_answer_is_corrected(store: CypherStore) -> None:
 def test_correction_budget_is_bounded(store: CypherStore) -> None:
     bad = act("answer", "<unclosed")
     model = ScriptedChatModel([bad, bad, bad], supports_tools=False)
-    result = CypherAgent(model, store, CypherAgentConfig(max_corrections=2)).run("Which rooms?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_corrections=2)).run("Which rooms?")
     assert model.remaining == 0 and result.llm_calls == 3
     assert result.error and "SLDP" in result.error
 
@@ -127,7 +127,7 @@ def test_native_tool_calls(store: CypherStore) -> None:
         ],
         supports_tools=True,
     )
-    result = CypherAgent(model, store).run("List the rooms.")
+    result = ToolCallingCypherAgent(model, store).run("List the rooms.")
     assert result.answer == "<R1, R2, R3, R4, R5>"
     assert model.calls[0].tools and model.calls[0].tools[0].name == "cypher_query"
     tool_msg = model.calls[1].messages[-1]
@@ -142,7 +142,7 @@ def test_feedforward_query_then_refinement(store: CypherStore) -> None:
             {"answer": "5"},
         ]
     )
-    result = CypherAgent(model, store, CypherAgentConfig(mode="feedforward")).run("How many rooms are there?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(mode="feedforward")).run("How many rooms are there?")
     assert result.answer == "5" and result.tool_calls == 1 and result.llm_calls == 2
     refine = model.calls[1].messages[-1].content
     assert "MATCH (r:Room) RETURN count(r) AS n" in refine and '{"n":5}' in refine
@@ -157,7 +157,7 @@ def test_no_schema_variant_explores(store: CypherStore) -> None:
         ],
         supports_tools=False,
     )
-    result = CypherAgent(model, store, CypherAgentConfig(with_schema=False)).run("Which labels exist?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(with_schema=False)).run("Which labels exist?")
     system = model.calls[0].messages[0].content
     assert "Database schema" not in system and "explore" in system
     assert result.tools[0].ok and result.tools[0].rows == 3
@@ -173,7 +173,7 @@ def test_pddl_grounding_feedback(store: CypherStore, hydra_graph: SceneGraph) ->
         ],
         supports_tools=False,
     )
-    result = CypherAgent(model, store).run("Grab the bicycle.", task="pddl")
+    result = ToolCallingCypherAgent(model, store).run("Grab the bicycle.", task="pddl")
     first, second = model.calls[1].messages[-1].content, model.calls[2].messages[-1].content
     assert "O99999" in first
     assert "O3" in second and "place" in second.lower()
@@ -185,7 +185,7 @@ def test_llm_failure_is_reported_not_raised(store: CypherStore) -> None:
     model = ScriptedChatModel(
         [LLMError("unreachable", "cannot reach http://127.0.0.1:1/v1")], supports_tools=False
     )
-    result = CypherAgent(model, store).run("How many rooms?")
+    result = ToolCallingCypherAgent(model, store).run("How many rooms?")
     assert result.answer is None and result.error and "unreachable" in result.error
 
 
@@ -216,7 +216,7 @@ def test_agent_runs_against_bolt_backend(bolt_uri: str, hydra_graph: SceneGraph,
             ],
             supports_tools=False,
         )
-        result = CypherAgent(model, store).run("How many objects in R1?")
+        result = ToolCallingCypherAgent(model, store).run("How many objects in R1?")
         assert result.tools[0].ok and result.tools[0].rows == 1
     finally:
         store.close()
@@ -233,7 +233,7 @@ def test_hints_for_small_model_mistakes(store: CypherStore) -> None:
         ],
         supports_tools=False,
     )
-    CypherAgent(model, store, CypherAgentConfig(auto_repair=False)).run("Which signs are there?")
+    ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(auto_repair=False)).run("Which signs are there?")
     first = model.calls[1].messages[-1].content
     assert "'sign' is a value of Object.class" in first and "(n:Object {class: 'sign'})" in first
     assert "You already ran this exact input" in model.calls[2].messages[-1].content
@@ -256,7 +256,7 @@ def test_auto_repair_fixes_class_labels_and_value_case(store: CypherStore, hydra
         ],
         supports_tools=False,
     )
-    result = CypherAgent(model, store).run("Which signs are in the lounge?")
+    result = ToolCallingCypherAgent(model, store).run("Which signs are in the lounge?")
     record = result.tools[0]
     assert record.ok and set(record.symbols) == expected
     assert record.ran == (
@@ -283,13 +283,13 @@ def test_query_given_as_answer_is_run_as_a_query(store: CypherStore) -> None:
     model = ScriptedChatModel(
         [act("answer", "MATCH (r:Room) RETURN count(r) AS n"), act("answer", "5")], supports_tools=False
     )
-    result = CypherAgent(model, store).run("How many rooms?")
+    result = ToolCallingCypherAgent(model, store).run("How many rooms?")
     assert '{"n":5}' in model.calls[1].messages[-1].content
     assert result.answer == "5" and result.tool_calls == 1
     # with no tool calls left, a query as the answer is rejected instead
     model = ScriptedChatModel(
         [act("answer", "MATCH (r:Room) RETURN count(r)"), act("answer", "5")], supports_tools=False
     )
-    result = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=0)).run("How many rooms?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_tool_calls=0)).run("How many rooms?")
     assert "that is a Cypher query, not the answer" in model.calls[1].messages[-1].content
     assert result.answer == "5" and result.tool_calls == 0

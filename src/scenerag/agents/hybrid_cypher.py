@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scenerag.agents.base import RunState
-from scenerag.agents.cypher_agent import CypherAgent, CypherAgentConfig
+from scenerag.agents.tool_cypher_agent import ToolCallingCypherAgent, ToolCallingCypherConfig
 from scenerag.agents.cypher_tool import CYPHER_TOOL
 from scenerag.agents.result import ToolRecord
 from scenerag.agents.tool_agent import loads_object
@@ -68,8 +68,8 @@ class HybridCypherError(SceneRagError):
 
 
 @dataclass
-class HybridCypherConfig(CypherAgentConfig):
-    """``CypherAgentConfig`` plus the vector search: ``search_k`` hits per search, ``min_score`` threshold,
+class HybridCypherConfig(ToolCallingCypherConfig):
+    """``ToolCallingCypherConfig`` plus the vector search: ``search_k`` hits per search, ``min_score`` threshold,
     ``search_labels`` the node labels the model may search."""
 
     search_k: int = 6
@@ -100,7 +100,7 @@ def entity_store_for(
     return store
 
 
-class HybridCypherAgent(CypherAgent):
+class HybridCypherAgent(ToolCallingCypherAgent):
     """Agentic Cypher agent with a second tool, ``vector_search`` (see the module docstring)."""
 
     def __init__(

@@ -49,6 +49,8 @@ class AgentResult:
     wall_s: float = 0.0
     error: str | None = None
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    #: what the agent worked from: linked entities, retrieved examples, query rewrites, "not_found"
+    context: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tool_calls(self) -> int:

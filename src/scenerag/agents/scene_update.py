@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from scenerag.agents import prompts
 from scenerag.agents.base import RunState
-from scenerag.agents.cypher_agent import CypherAgent
+from scenerag.agents.tool_cypher_agent import ToolCallingCypherAgent
 from scenerag.agents.result import AgentResult, Task
 from scenerag.store.cypher import analyze
 
@@ -32,7 +32,7 @@ def split_statements(text: str) -> list[str]:
     return [s.strip("`").strip() for s in out if s.strip("`").strip()]
 
 
-class SceneUpdateAgent(CypherAgent):
+class SceneUpdateAgent(ToolCallingCypherAgent):
     """A Cypher agent whose final answer is the write that makes the requested change."""
 
     @property

@@ -1,4 +1,4 @@
-"""``CypherAgent``: an LLM answers questions about a scene graph, or grounds instructions to PDDL goals, by
+"""``ToolCallingCypherAgent``: an LLM answers questions about a scene graph, or grounds instructions to PDDL goals, by
 writing Cypher against the graph database — never by reading the whole graph.
 
 Four variants, as in the seed papers: ``feedforward`` (one query, then an LLM refinement of the rows into
@@ -21,12 +21,12 @@ from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.llm.base import ChatModel
 from scenerag.store.base import GraphStore
 
-__all__ = ["ANSWER_ACTION_SCHEMA", "CypherAgent", "CypherAgentConfig"]
+__all__ = ["ANSWER_ACTION_SCHEMA", "ToolCallingCypherAgent", "ToolCallingCypherConfig"]
 
 
 @dataclass
-class CypherAgentConfig(AgentConfig):
-    """Settings of one ``CypherAgent`` variant."""
+class ToolCallingCypherConfig(AgentConfig):
+    """Settings of one ``ToolCallingCypherAgent`` variant."""
 
     with_schema: bool = True
     #: worked query examples generated from the schema (helps small models with [:CONTAINS*])
@@ -39,10 +39,10 @@ class CypherAgentConfig(AgentConfig):
 
     @property
     def name(self) -> str:
-        return f"cypher-{self.mode}-{'schema' if self.with_schema else 'noschema'}"
+        return f"cypher-tools-{self.mode}-{'schema' if self.with_schema else 'noschema'}"
 
 
-class CypherAgent(ToolAgent):
+class ToolCallingCypherAgent(ToolAgent):
     """Answers over ``store`` with ``model``; ``run()`` returns an :class:`AgentResult`."""
 
     action_word = "Cypher query"
@@ -52,11 +52,11 @@ class CypherAgent(ToolAgent):
         self,
         model: ChatModel,
         store: GraphStore,
-        config: CypherAgentConfig | None = None,
+        config: ToolCallingCypherConfig | None = None,
         *,
         domain: GoalDomain = HERACLES_DOMAIN,
     ) -> None:
-        self.config: CypherAgentConfig = config or CypherAgentConfig()
+        self.config: ToolCallingCypherConfig = config or ToolCallingCypherConfig()
         super().__init__(model, self.config, CYPHER_TOOL)
         self.store = store
         self.domain = domain

@@ -35,6 +35,8 @@ class Question(BaseModel):
     solution: str
     comparator: Comparator = "SLDP"
     tags: list[str] = Field(default_factory=list)
+    #: the reference query that produced the solution (provenance; never shown to an agent)
+    cypher: str = ""
 
     @property
     def task(self) -> Literal["qa", "pddl"]:

@@ -230,6 +230,7 @@ class ChatModel(Protocol):
 
     With ``tools`` the reply may carry ``tool_calls`` instead of text. With ``response_schema`` the reply's
     ``message.content`` is JSON text satisfying that schema (enforced natively where the provider can).
+    ``stop``: generation ends before the first of these strings (plain-text replies; not part of the text).
     """
 
     name: str
@@ -245,6 +246,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int | None = 0,
+        stop: Sequence[str] | None = None,
     ) -> ChatResponse: ...
 
     def count_tokens(self, text: str) -> int: ...

@@ -1,6 +1,9 @@
 """Offline chat with a GGUF model through llama-cpp-python (imported lazily), greedy by default.
 
-The model's own chat template (GGUF metadata) formats the conversation (``create_chat_completion``).
+The model's own chat template (GGUF metadata) formats the conversation, as llama-cpp's chat handler does;
+the system turn's KV state is saved once (memory + ``~/.cache/scenerag/kv``) and restored for every new
+conversation with that system prompt, so a call pays only for its own tokens and replies do not depend on
+earlier calls.
 A ``response_schema`` is compiled to a llama.cpp grammar, so the reply is JSON of that schema by
 construction. Small local models do not emit native tool calls (``supports_tools=False``); when ``tools``
 are passed anyway they are emulated: the tools are described in the system prompt and the reply is
@@ -41,6 +44,12 @@ DEFAULT_N_CTX = 8192
 DEFAULT_MAX_TOKENS = 1024
 
 
+def _as_list(value: Any) -> list[str]:
+    if not value:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
 def available_cores() -> int:
     """CPU cores this process may run on."""
     try:
@@ -63,26 +72,80 @@ def import_llama_cpp() -> Any:
 
 
 class _LoadedModel:
-    """One ``llama_cpp.Llama`` plus the lock that serialises its use, its compiled grammars and the
-    conversation its KV cache holds."""
+    """One ``llama_cpp.Llama`` plus the lock that serialises its use, its compiled grammars, the
+    conversation its KV cache holds and the saved KV states of system prompts."""
 
-    def __init__(self, llama: Any) -> None:
+    def __init__(self, llama: Any, path: Path) -> None:
         self.llama = llama
+        self.path = path
         self.lock = threading.Lock()
         self.grammars: dict[str, Any] = {}
         self.conversation: list[dict[str, Any]] = []
+        self.prefix_states: dict[str, bytes] = {}
+        self.formatter: Any = None
 
-    def start(self, wire: list[dict[str, Any]]) -> None:
-        """Clear the KV cache unless ``wire`` continues the cached conversation.
-
-        llama.cpp reuses the longest cached token prefix; across *different* conversations that makes a
-        greedy reply depend on what ran before (batch boundaries change the floats), so an evaluation's
-        answers would depend on question order. Within one conversation the reuse stays (the speed win).
-        """
+    def continues(self, wire: list[dict[str, Any]]) -> bool:
+        """Whether ``wire`` extends the conversation the KV cache holds (then its tokens are reused)."""
         prev = self.conversation
-        if not (len(wire) > len(prev) and wire[: len(prev)] == prev and prev):
-            self.llama.reset()
+        return bool(prev) and len(wire) > len(prev) and wire[: len(prev)] == prev
+
+    def start(self, wire: list[dict[str, Any]], prompt: list[int], prefix: list[int] | None) -> None:
+        """Make the KV cache hold a deterministic prefix of ``prompt`` before generation.
+
+        A continued conversation keeps its cache. Otherwise the cache is set to the saved state of the system
+        prompt's tokens (``prefix``; computed once, kept in memory and on disk), so a new question pays only
+        for its own tokens, and replies never depend on what ran before (the suffix is always evaluated from
+        the same state). Without a usable prefix the cache is cleared.
+        """
+        if not self.continues(wire):
+            if prefix and prompt[: len(prefix)] == prefix and len(prompt) > len(prefix):
+                self._restore_prefix(prefix)
+            else:
+                self.llama.reset()
         self.conversation = [dict(m) for m in wire]
+
+    def _state_file(self, key: str) -> Path:
+        from scenerag.llm.model_files import cache_dir
+
+        return cache_dir() / "kv" / f"{key}.bin"
+
+    def _restore_prefix(self, prefix: list[int]) -> None:
+        import ctypes
+        import hashlib
+
+        import llama_cpp
+
+        llama = self.llama
+        key = hashlib.sha256(
+            f"{self.path}|{self.path.stat().st_size}|{llama.n_ctx()}|{llama.n_batch}|{llama_cpp.__version__}|".encode()
+            + b",".join(str(t).encode() for t in prefix)
+        ).hexdigest()[:32]
+        data = self.prefix_states.get(key)
+        if data is None:
+            file = self._state_file(key)
+            with contextlib.suppress(OSError):
+                data = file.read_bytes()
+        if data is not None:
+            buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+            if llama_cpp.llama_state_set_data(llama.ctx, buf, len(data)) == len(data):
+                llama.input_ids[: len(prefix)] = prefix
+                llama.n_tokens = len(prefix)
+                llama._requires_eval = True  # restored logits are not a live decode
+                self.prefix_states[key] = data
+                return
+        llama.reset()
+        llama.eval(prefix)
+        size = llama_cpp.llama_state_get_size(llama.ctx)
+        buf = (ctypes.c_uint8 * size)()
+        n = llama_cpp.llama_state_get_data(llama.ctx, buf, size)
+        data = bytes(buf[:n])
+        self.prefix_states[key] = data
+        file = self._state_file(key)
+        with contextlib.suppress(OSError):  # a read-only cache only costs speed
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_bytes(data)
+            tmp.replace(file)
 
 
 _LOADED: dict[tuple[str, int], _LoadedModel] = {}
@@ -110,7 +173,7 @@ def _load(path: Path, n_ctx: int, n_threads: int, n_batch: int) -> _LoadedModel:
                     f"llama.cpp could not load {path}: {exc}",
                     hint="check that the file is a complete GGUF of a model llama.cpp supports",
                 ) from exc
-            loaded = _LoadedModel(llama)
+            loaded = _LoadedModel(llama, path)
             if not _LOADED:
                 atexit.register(_close_all)
             _LOADED[key] = loaded
@@ -183,6 +246,44 @@ class LocalChatModel:
             self._model.grammars[text] = grammar
         return grammar
 
+    def _format(self, wire: list[dict[str, Any]]) -> Any:
+        """The model's chat template applied to ``wire`` (prompt text, stop strings), as llama-cpp does."""
+        loaded = self._model
+        if loaded.formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = loaded.llama
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise LLMError(
+                    "bad_request",
+                    f"{self.name}: the GGUF has no chat template (tokenizer.chat_template)",
+                    hint="use a chat/instruct GGUF",
+                    model=self.name,
+                )
+            eos, bos = llama.token_eos(), llama.token_bos()
+            loaded.formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
+        return loaded.formatter(messages=wire)
+
+    def _tokenize(self, text: str, *, add_bos: bool) -> list[int]:
+        return list(self._model.llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True))
+
+    def _prefix_tokens(self, wire: list[dict[str, Any]]) -> list[int] | None:
+        """Tokens of the system turn (up to where the first user message's text starts), or None."""
+        if len(wire) < 2 or wire[0]["role"] != "system" or wire[1]["role"] != "user":
+            return None
+        marker = "\u241e\u241e"
+        formatted = self._format([wire[0], {"role": "user", "content": marker}])
+        cut = formatted.prompt.find(marker)
+        if cut <= 0:
+            return None
+        return self._tokenize(formatted.prompt[:cut], add_bos=not formatted.added_special)
+
     @staticmethod
     def _wire_messages(messages: Sequence[Message], instructions: str | None) -> list[dict[str, Any]]:
         wire = [{"role": m.role, "content": m.content} for m in messages]
@@ -213,6 +314,7 @@ class LocalChatModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int | None = 0,
+        stop: Sequence[str] | None = None,
     ) -> ChatResponse:
         start = time.perf_counter()
         if tools:
@@ -224,18 +326,29 @@ class LocalChatModel:
                 messages = tool_action_history(messages)
             wire = self._wire_messages(messages, None)
             schema = response_schema
+        formatted = self._format(wire)
+        prompt = self._tokenize(formatted.prompt, add_bos=not formatted.added_special)
+        stops = [*(stop or ()), *_as_list(formatted.stop)]
         kwargs: dict[str, Any] = {
-            "messages": wire,
+            "prompt": prompt,
             "temperature": temperature,
             "max_tokens": max_tokens or self.default_max_tokens,
+            "stop": [t for t in stops if t] if schema is None else _as_list(formatted.stop),
         }
         if seed is not None:
             kwargs["seed"] = seed
         if schema is not None:
             kwargs["grammar"] = self._grammar(schema)
+        if len(prompt) >= self.context_window:
+            raise LLMError(
+                "context_overflow",
+                f"{self.name}: the prompt has {len(prompt)} tokens, the context window {self.context_window}",
+                hint=f"shorten the prompt, or load the model with a larger n_ctx (now {self.context_window})",
+                model=self.name,
+            )
         llama = self._model.llama
         with self._model.lock:
-            self._model.start(wire)
+            self._model.start(wire, prompt, self._prefix_tokens(wire))
             try:
                 import llama_cpp
 
@@ -243,7 +356,7 @@ class LocalChatModel:
             except (ImportError, AttributeError):
                 pass
             try:
-                completion = llama.create_chat_completion(**kwargs)
+                completion = llama.create_completion(**kwargs)
             except ValueError as exc:
                 if "context window" in str(exc):
                     raise LLMError(
@@ -255,8 +368,11 @@ class LocalChatModel:
                     ) from exc
                 raise LLMError("bad_request", f"{self.name}: {exc}", model=self.name) from exc
             timings = self._timings(llama)
+            # the cache now holds prompt + reply: the next call continues it only if it carries this reply
+            reply_text = completion["choices"][0].get("text") or ""
+            self._model.conversation = [*self._model.conversation, {"role": "assistant", "content": reply_text.strip()}]
         choice = completion["choices"][0]
-        content = choice["message"].get("content") or ""
+        content = choice.get("text") or ""
         finish = choice.get("finish_reason") or "stop"
         if schema is not None and finish == "length":
             raise LLMError(

@@ -198,8 +198,11 @@ class OpenAIChatModel:
         max_tokens: int | None,
         temperature: float,
         seed: int | None,
+        stop: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model}
+        if stop and not tools and schema is None:
+            kwargs["stop"] = list(stop)[:4]  # the API takes at most 4
         reasoning = self.official and self.model.startswith(_REASONING_PREFIXES)
         if not reasoning:
             kwargs["temperature"] = temperature
@@ -335,6 +338,7 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int | None = 0,
+        stop: Sequence[str] | None = None,
     ) -> ChatResponse:
         import openai
 
@@ -362,6 +366,7 @@ class OpenAIChatModel:
                 max_tokens=max_tokens,
                 temperature=temperature,
                 seed=seed,
+                stop=stop,
             )
             try:
                 completion = self._create(kwargs)

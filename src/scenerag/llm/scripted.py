@@ -115,6 +115,7 @@ class ScriptedChatModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int | None = 0,
+        stop: Sequence[str] | None = None,
     ) -> ChatResponse:
         start = time.perf_counter()
         seen = list(messages)
@@ -136,6 +137,10 @@ class ScriptedChatModel:
         if isinstance(reply, ChatResponse):
             return reply
         message = self._to_message(reply, response_schema)
+        if stop and not message.tool_calls and response_schema is None:  # as a real model stops
+            cut = min((i for i in (message.content.find(t) for t in stop if t) if i >= 0), default=-1)
+            if cut >= 0:
+                message.content = message.content[:cut]
         message.tool_calls = [
             ToolCall(c.id or self._next_call_id(), c.name, c.arguments) for c in message.tool_calls
         ]

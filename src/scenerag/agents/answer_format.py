@@ -1,0 +1,189 @@
+"""Rows -> SLDP answer without an LLM call, when the shape of the result says what the answer is.
+
+``format_rows`` returns the SLDP text, or None when the shape is unclear (then an LLM turns the rows into
+the answer). With an answer-type hint (set, list, dict, point, number, string; the seed protocol gives
+one) the hint decides the form; without one the query does: one value from an aggregate or ``LIMIT 1`` is
+a scalar, a listing is a set (a list when the question asks for an order), key/value rows are a dict.
+No rows at all is the "not found" answer :data:`NOT_FOUND` (the empty set).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from scenerag.lang.sldp import (
+    SldpDict,
+    SldpList,
+    SldpNumber,
+    SldpPoint,
+    SldpSet,
+    SldpString,
+    SldpValue,
+    format_sldp,
+)
+
+__all__ = ["NOT_FOUND", "format_rows"]
+
+NOT_FOUND = "<>"
+"""The SLDP answer for "nothing in the graph matches": the empty set."""
+
+_AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stdev|percentile\w*)\s*\(", re.I)
+_LIMIT1 = re.compile(r"\bLIMIT\s+1\b", re.I)
+_ORDER_WORDS = re.compile(r"\b(order|ordered|sorted|sort|rank|ranked|ascending|descending|in sequence)\b", re.I)
+
+
+def _is_point(v: Any) -> bool:
+    return isinstance(v, dict) and {"x", "y"} <= set(v) and all(
+        isinstance(v[k], (int, float)) for k in ("x", "y")
+    )
+
+
+def _value(v: Any) -> SldpValue | None:
+    """One cell as SLDP (None for nulls and shapes with no SLDP form)."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return SldpString("true" if v else "false")
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return SldpNumber(round(float(v), 4) if isinstance(v, float) else v)
+    if _is_point(v):
+        return SldpPoint(tuple(round(float(v[k]), 3) for k in ("x", "y", "z") if k in v))
+    if isinstance(v, str):
+        return SldpString(v)
+    if isinstance(v, (list, tuple)):
+        items = [_value(x) for x in v]
+        if any(i is None for i in items):
+            return None
+        return SldpList(tuple(items))  # type: ignore[arg-type]
+    return None
+
+
+def _flatten(cells: Sequence[Any]) -> list[Any]:
+    """Cells of a column, with ``collect()`` lists unpacked (a list of points or numbers stays a value)."""
+    out: list[Any] = []
+    for c in cells:
+        if isinstance(c, list) and c and not all(isinstance(x, (int, float)) for x in c):
+            out.extend(c)
+        else:
+            out.append(c)
+    return out
+
+
+def _pick_column(columns: list[str], rows: list[dict[str, Any]], want: str | None) -> str:
+    """The column that carries the answer: a point column for positions, a numeric one for numbers, else
+    the first column holding node symbols, else the first."""
+    def col_is(pred: Any) -> list[str]:
+        return [c for c in columns if any(pred(r.get(c)) for r in rows) and all(
+            r.get(c) is None or pred(r.get(c)) for r in rows)]
+
+    if want == "point":
+        pts = col_is(_is_point)
+        if pts:
+            return pts[0]
+    if want == "number":
+        nums = col_is(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
+        if nums:
+            return nums[-1]
+    syms = col_is(lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z]\d+", v) is not None)
+    return syms[0] if syms else columns[0]
+
+
+def format_rows(
+    columns: Sequence[str],
+    rows: Sequence[dict[str, Any]],
+    *,
+    query: str = "",
+    question: str = "",
+    answer_type: str | None = None,
+) -> str | None:
+    """SLDP text of the answer held by ``rows`` (see the module docstring), or None when unclear."""
+    columns = list(columns) or (list(rows[0]) if rows else [])
+    rows = [dict(r) for r in rows]
+    if not rows or not columns:
+        return "0" if answer_type == "number" and _AGGREGATE.search(query or "") is None else NOT_FOUND
+    single = bool(_LIMIT1.search(query)) or (
+        len(rows) == 1 and bool(_AGGREGATE.search(_return_clause(query))) and not _collects(query)
+    )
+    if answer_type == "dict" or (answer_type is None and _dict_like(columns, rows)):
+        return _as_dict(columns, rows)
+    if answer_type is None and len(columns) > 2:
+        return None
+    if answer_type is None and len(columns) == 2 and len(rows) > 1:
+        # two columns that are not key/value (e.g. symbol + position): the answer column is unclear
+        wants_position = re.search(r"\b(where|position|location|coordinates?)\b", question, re.I)
+        if not wants_position:
+            return _as_set_or_list(columns, rows, None, question, query)
+    col = _pick_column(columns, rows, answer_type or ("point" if re.search(
+        r"\b(where|position|location|coordinates?)\b", question, re.I) else None))
+    cells = [r.get(col) for r in rows]
+    if answer_type in ("number", "string", "point") or (answer_type is None and single and len(rows) == 1):
+        if answer_type == "number" and len(rows) > 1 and not all(isinstance(c, (int, float)) for c in cells):
+            return format_sldp(SldpNumber(len({str(c) for c in _flatten(cells)})))
+        cell = cells[0]
+        if isinstance(cell, list) and answer_type == "number":
+            return format_sldp(SldpNumber(len(cell)))
+        if isinstance(cell, list) and len(cell) == 1:
+            cell = cell[0]
+        value = _value(cell)
+        return format_sldp(value) if value is not None else None
+    return _as_set_or_list([col], rows, answer_type, question, query)
+
+
+def _as_set_or_list(
+    columns: list[str], rows: list[dict[str, Any]], answer_type: str | None, question: str, query: str
+) -> str | None:
+    ordered = answer_type == "list" or (
+        answer_type is None and bool(_ORDER_WORDS.search(question)) and "ORDER BY" in query.upper()
+    )
+    items: list[SldpValue] = []
+    for row in rows:
+        cells = _flatten([row.get(c) for c in columns])
+        for cell in cells:
+            value = _value(cell)
+            if value is None:
+                continue
+            if not ordered and value in items:
+                continue
+            items.append(value)
+    if not items:
+        return NOT_FOUND
+    return format_sldp(SldpList(tuple(items)) if ordered else SldpSet(tuple(items)))
+
+
+def _dict_like(columns: list[str], rows: list[dict[str, Any]]) -> bool:
+    if len(columns) != 2 or len(rows) < 2:
+        return False
+    keys = [r.get(columns[0]) for r in rows]
+    vals = [r.get(columns[1]) for r in rows]
+    return (
+        all(isinstance(k, str) for k in keys)
+        and len(set(keys)) == len(keys)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
+    )
+
+
+def _as_dict(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
+    if len(columns) == 1 and len(rows) == 1 and isinstance(rows[0].get(columns[0]), dict):
+        mapping = rows[0][columns[0]]
+        items = [(str(k), _value(v)) for k, v in mapping.items()]
+    elif len(columns) >= 2:
+        items = [(str(r.get(columns[0])), _value(r.get(columns[1]))) for r in rows]
+    else:
+        return None
+    if any(v is None for _, v in items):
+        return None
+    return format_sldp(SldpDict(tuple((SldpString(k), v) for k, v in items)))  # type: ignore[misc]
+
+
+def _return_clause(query: str) -> str:
+    idx = query.upper().rfind("RETURN")
+    return query[idx:] if idx >= 0 else ""
+
+
+def _collects(query: str) -> bool:
+    return re.search(r"\bcollect\s*\(", _return_clause(query), re.I) is not None

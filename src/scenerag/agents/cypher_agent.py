@@ -1,0 +1,484 @@
+"""``CypherAgent``: questions and instructions over a scene graph, answered by LLM-written Cypher.
+
+Built for small local models and cheap for large ones; one pipeline, every stage testable on its own:
+
+1. **link** the question's mentions to stored values and symbols (:mod:`~scenerag.agents.linking`);
+2. **retrieve** the k most similar worked examples, generated from the live graph
+   (:mod:`~scenerag.agents.examples`), by the question with its mentions masked;
+3. **generate** one query (QA) or a query plus a goal sketch (PDDL) in one plain-text reply — a short
+   static system prompt (schema + rules, whose KV state a local model keeps) and a per-question user turn;
+4. **check** it against the schema (:mod:`~scenerag.agents.cypher_check`, plus the class-as-label repairs
+   of :mod:`~scenerag.agents.query_repair`), **run** it read-only, and (``agentic``) send errors or an
+   unexpected empty result back with a diagnosis, up to ``max_tool_calls`` queries;
+5. **format** the rows as SLDP without another LLM call when their shape is clear
+   (:mod:`~scenerag.agents.answer_format`); PDDL sketches are resolved to symbols and every symbol
+   checked (:mod:`~scenerag.agents.goal_sketch`, :class:`~scenerag.agents.grounding.PddlGrounder`).
+
+``feedforward`` runs one query and never retries; ``with_schema=False`` leaves the schema out of the prompt.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from scenerag.agents import prompts
+from scenerag.agents.answer_format import NOT_FOUND, format_rows
+from scenerag.agents.base import RunState, normalize_answer, sldp_problems
+from scenerag.agents.cypher_check import check_cypher
+from scenerag.agents.cypher_tool import summarize_rows
+from scenerag.agents.examples import CypherExample, ExampleLibrary
+from scenerag.agents.goal_sketch import SketchError, resolve_sketch
+from scenerag.agents.grounding import PddlGrounder
+from scenerag.agents.linking import EntityLinker, Link, mask_question
+from scenerag.agents.query_repair import repair_query
+from scenerag.agents.result import AgentResult, Task, ToolRecord
+from scenerag.errors import SceneRagError
+from scenerag.graph import ontology as ont
+from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
+from scenerag.llm.base import ChatModel, LLMError, Message
+from scenerag.store.base import GraphStore, QueryResult
+
+if TYPE_CHECKING:
+    from scenerag.retrieval.embeddings import Embedder
+
+__all__ = ["CypherAgent", "CypherAgentConfig", "parse_reply", "unused_links"]
+
+Mode = Literal["agentic", "feedforward"]
+
+
+@dataclass
+class CypherAgentConfig:
+    """Settings of one ``CypherAgent`` variant."""
+
+    mode: Mode = "agentic"
+    with_schema: bool = True
+    #: queries per question (agentic: the first plus corrections)
+    max_tool_calls: int = 3
+    #: worked examples retrieved into the prompt (0: none)
+    examples_k: int = 6
+    #: user example files (YAML) added to the generated ones
+    example_files: tuple[str, ...] = ()
+    link_entities: bool = True
+    #: embedder spec for example retrieval and linking ("none": word overlap and rules only)
+    embedder: str = "minilm-numpy"
+    query_timeout_s: float = 10.0
+    max_rows: int = 200
+    result_budget_tokens: int = 300
+    max_reply_tokens: int = 200
+    #: rewrite classes-used-as-labels and wrong-case values before running (reported in the result)
+    auto_repair: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"cypher-{self.mode}-{'schema' if self.with_schema else 'noschema'}"
+
+
+_QA_INTRO = (
+    "You translate questions about a robot's 3D scene graph into one read-only Neo4j Cypher query over "
+    "its graph database."
+)
+_QA_RULES = (
+    "Rules: kinds of things are values of the class property, never labels: (o:Object {class: 'seating'}). "
+    "Rooms hold objects only through places: (r:Room)-[:CONTAINS*]->(o:Object). *_CONNECTED edges are "
+    "undirected. Distances: point.distance(a.center, b.center). Return node symbols (n.nodeSymbol) unless "
+    "the question asks for something else; return only what answers the question. Compute aggregates with "
+    "WITH before filtering them.\nReply with the Cypher query only, on one line."
+)
+_PDDL_RULES = (
+    "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25), [class] for the "
+    "nodes of a class (e.g. [seating]), or ?x for column x of the Cypher query. (all ...) means every one, "
+    "otherwise any one will do. Write a Cypher query only when the instruction picks a node by a relation "
+    "(closest, farthest, in a room); else 'Cypher: none'.\nReply with two lines: Cypher: ... and Goal: ..."
+)
+_STOP = ("\n\nQ:", "\nQ:", "\n\n", "\nInstruction:", "<|im_end|>", "```\n")
+
+
+@dataclass
+class _Draft:
+    cypher: str
+    goal: str | None = None
+
+
+class CypherAgent:
+    """Answers over ``store`` with ``model``; ``run()`` returns an :class:`AgentResult`.
+
+    ``embedder`` overrides ``config.embedder``; ``library`` / ``linker`` override the ones built from the
+    store (build them once and share them between agents on one graph).
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        store: GraphStore,
+        config: CypherAgentConfig | None = None,
+        *,
+        domain: GoalDomain = HERACLES_DOMAIN,
+        embedder: Embedder | None = None,
+        library: ExampleLibrary | None = None,
+        linker: EntityLinker | None = None,
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.config = config or CypherAgentConfig()
+        self.domain = domain
+        self.grounder = PddlGrounder(store, domain)
+        self._embedder = embedder
+        self._library = library
+        self._linker = linker
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    # -- components (built lazily: a question that needs none of them pays for none) --------------------
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and self.config.embedder.lower() not in ("", "none"):
+            from scenerag.retrieval.embeddings import make_embedder
+
+            try:
+                self._embedder = make_embedder(self.config.embedder)
+            except (SceneRagError, ImportError):
+                self.config.embedder = "none"  # retrieval falls back to word overlap
+        return self._embedder
+
+    def linker(self) -> EntityLinker:
+        if self._linker is None:
+            self._linker = EntityLinker(self.store, embedder=self.embedder())
+        return self._linker
+
+    def library(self) -> ExampleLibrary:
+        if self._library is None:
+            self._library = ExampleLibrary.for_store(
+                self.store,
+                embedder=self.embedder(),
+                user_files=self.config.example_files,
+                linker=self.linker() if self.config.link_entities else None,
+            )
+        return self._library
+
+    # -- prompts ----------------------------------------------------------------------------------------
+    def system_prompt(self, task: Task) -> str:
+        """The static part (cached by local models): intro, schema, rules."""
+        schema = (
+            prompts.schema_block(self.store.schema()) if self.config.with_schema else prompts.no_schema_block()
+        )
+        if task == "pddl":
+            return "\n\n".join(
+                [
+                    "You turn instructions for a robot into PDDL goal sketches over its 3D scene graph, "
+                    "querying the graph database with Cypher when needed.",
+                    schema,
+                    "Goal predicates:\n" + self.domain.describe(),
+                    _PDDL_RULES,
+                ]
+            )
+        return "\n\n".join([_QA_INTRO, schema, _QA_RULES])
+
+    def user_prompt(
+        self, question: str, task: Task, links: Sequence[Link], examples: Sequence[CypherExample],
+        answer_type: str | None = None,
+    ) -> str:
+        parts = []
+        if examples:
+            parts.append("Examples:\n" + "\n\n".join(e.render() for e in examples))
+        if links:
+            parts.append("In this graph: " + "; ".join(link.describe() for link in links) + ".")
+        if task == "pddl":
+            parts.append(f"Instruction: {question}")
+        else:
+            hint = prompts.SLDP_TYPE_HINTS.get(answer_type or "", "")
+            parts.append(f"Q: {question}" + (f"\n({hint})" if hint and answer_type in ("dict", "list") else ""))
+        return "\n\n".join(parts)
+
+    # -- run --------------------------------------------------------------------------------------------
+    def run(self, question: str, *, task: Task = "qa", answer_type: str | None = None) -> AgentResult:
+        """Answer ``question`` (``task="qa"``, SLDP) or ground it (``task="pddl"``, a PDDL goal)."""
+        start = time.perf_counter()
+        state = RunState(AgentResult(self.name, question, task, None))
+        try:
+            links = self.linker().link(question) if self.config.link_entities else []
+            examples: list[CypherExample] = []
+            if self.config.examples_k > 0:
+                masked = mask_question(question, links)
+                examples = self.library().retrieve(question, self.config.examples_k, task=task, masked=masked)
+            state.result.context = {
+                "links": [link.describe() for link in links],
+                "examples": [e.question for e in examples],
+            }
+            state.messages = [
+                Message.system(self.system_prompt(task)),
+                Message.user(self.user_prompt(question, task, links, examples, answer_type)),
+            ]
+            if task == "pddl":
+                self._ground(state, links)
+            else:
+                self._answer(state, question, answer_type, links)
+        except LLMError as exc:
+            state.result.error = str(exc)
+        state.result.wall_s = time.perf_counter() - start
+        return state.finish()
+
+    def _attempts(self) -> int:
+        return 1 if self.config.mode == "feedforward" else max(1, self.config.max_tool_calls)
+
+    def _generate(self, state: RunState, task: Task) -> _Draft:
+        resp = self.model.chat(
+            state.messages, max_tokens=self.config.max_reply_tokens, stop=list(_STOP)
+        )
+        state.add_usage(resp.usage)
+        text = resp.message.content
+        state.messages.append(Message.assistant(text.strip()))
+        return parse_reply(text, task)
+
+    def _retry(self, state: RunState, attempt: int, feedback: str, what: str = "query") -> bool:
+        """Send ``feedback`` back when another attempt is allowed; False when the budget is spent."""
+        if attempt + 1 >= self._attempts():
+            return False
+        state.messages.append(Message.user(f"{feedback}\nWrite a corrected {what}."))
+        return True
+
+    def _execute(self, state: RunState, cypher: str) -> tuple[QueryResult | None, str | None]:
+        """Check, repair and run ``cypher``; ``(result, None)`` or ``(None, problem for the model)``."""
+        schema = self.store.schema()
+        checked = check_cypher(cypher, schema)
+        ran, notes = checked.query, list(checked.rewrites)
+        if self.config.auto_repair:
+            ran, more = repair_query(ran, schema)
+            notes += more
+        record = ToolRecord("cypher_query", cypher, False, ran=ran if ran != cypher else None)
+        state.result.tools.append(record)
+        if not checked.ok:
+            record.error = "; ".join(checked.problems)
+            return None, f"That query cannot work: {record.error}."
+        try:
+            result = self.store.query(
+                ran, read_only=True, timeout_s=self.config.query_timeout_s, max_rows=self.config.max_rows
+            )
+        except SceneRagError as exc:
+            record.error = str(exc)
+            return None, f"That query failed: {str(exc).splitlines()[0]}"
+        record.ok = True
+        record.rows = len(result.rows)
+        record.truncated = result.truncated
+        record.elapsed_ms = result.elapsed_ms
+        record.symbols = _symbols(result.rows)
+        if notes:
+            state.result.context.setdefault("rewrites", []).extend(notes)
+        return result, None
+
+    def _empty_diagnosis(self, query: str, links: Sequence[Link]) -> str | None:
+        """Why an empty result is suspicious (None when nothing says the answer should exist): every value the
+        query names exists, or the question named things the query left out."""
+        literals = re.findall(r"'([^']*)'", query)
+        schema = self.store.schema()
+        missing = [v for v in literals if schema.value_owner(v) is None and not _is_symbol(v)]
+        if missing:
+            return None  # it asked for something the graph does not hold: a true "not found"
+        unused = [link for link in links if link.value not in literals]
+        hint = ""
+        if unused:
+            hint = " The question mentions " + "; ".join(link.describe() for link in unused) + "."
+        return (
+            "That query returned no rows, but what it asks for exists in the graph, so the pattern is "
+            f"probably wrong (direction, hops, or a filter).{hint}"
+        )
+
+    def _answer(self, state: RunState, question: str, answer_type: str | None, links: Sequence[Link]) -> None:
+        for attempt in range(self._attempts()):
+            draft = self._generate(state, "qa")
+            if not draft.cypher:
+                if self._retry(state, attempt, "Reply with a Cypher query only."):
+                    continue
+                break
+            unused = unused_links(draft.cypher, links) if attempt == 0 else []
+            if unused and self._retry(
+                state, attempt, "The question mentions " + "; ".join(link.describe() for link in unused)
+                + ", but the query does not use it."
+            ):
+                state.result.tools.append(ToolRecord("cypher_query", draft.cypher, False, error="ignores " + ", ".join(
+                    link.mention for link in unused)))
+                continue
+            result, problem = self._execute(state, draft.cypher)
+            if result is None:
+                if self._retry(state, attempt, problem or "The query failed."):
+                    continue
+                break
+            if not result.rows:
+                diagnosis = self._empty_diagnosis(draft.cypher, links)
+                if diagnosis and self._retry(state, attempt, diagnosis):
+                    continue
+                self._accept(state, NOT_FOUND if answer_type != "number" else "0")
+                state.result.context["not_found"] = True
+                return
+            answer = format_rows(
+                result.columns, result.rows, query=draft.cypher, question=question, answer_type=answer_type
+            )
+            if answer is None:
+                answer = self._answer_from_rows(state, question, draft.cypher, result, answer_type)
+            self._accept(state, answer)
+            return
+        if state.result.answer is None:
+            state.result.error = state.result.error or "no query ran: " + (
+                state.result.tools[-1].error if state.result.tools else "the model wrote no query"
+            )
+
+    def _answer_from_rows(
+        self, state: RunState, question: str, cypher: str, result: QueryResult, answer_type: str | None
+    ) -> str:
+        """The LLM turns rows into the SLDP answer (only when their shape does not say it)."""
+        hint = prompts.SLDP_TYPE_HINTS.get(answer_type or "", "")
+        rows = summarize_rows(result, self.config.result_budget_tokens, self.model.count_tokens)
+        messages = [
+            Message.system("You answer a question from database rows.\n" + prompts.ANSWER_RULES_QA),
+            Message.user(f"Question: {question}\nQuery: {cypher}\nRows:\n{rows}\n{hint}\nAnswer:"),
+        ]
+        resp = self.model.chat(messages, max_tokens=self.config.max_reply_tokens, stop=["\n\n"])
+        state.add_usage(resp.usage)
+        state.messages.extend([*messages, Message.assistant(resp.message.content)])
+        return normalize_answer(resp.message.content, "qa")
+
+    def _accept(self, state: RunState, answer: str) -> None:
+        state.result.raw_answer = answer
+        state.result.answer = answer
+        problems = sldp_problems(answer) if state.result.task == "qa" else self.grounder.problems(answer)
+        state.result.error = "; ".join(problems) if problems else None
+
+    # -- PDDL -------------------------------------------------------------------------------------------
+    def _classes(self, name: str, kind: str) -> list[str]:
+        """Symbols of the nodes of ``kind`` whose class is ``name`` (or what ``name`` links to)."""
+        spec = self.domain.kinds.get(kind)
+        labels = spec.labels if spec is not None else ()
+        values = [name.strip().lower().replace(" ", "_")]
+        values += [link.value for link in self.linker().link(name) if link.key == ont.CLASS_KEY]
+        for value in dict.fromkeys(values):
+            rows = self.store.query(
+                "MATCH (n) WHERE n.class = $c RETURN n.nodeSymbol AS s, labels(n) AS l ORDER BY s",
+                {"c": value},
+                max_rows=500,
+            ).rows
+            found = [str(r["s"]) for r in rows if not labels or set(_labels(r.get("l"))) & set(labels)]
+            if found:
+                return found
+        return []
+
+    def _ground(self, state: RunState, links: Sequence[Link]) -> None:
+        for attempt in range(self._attempts()):
+            draft = self._generate(state, "pddl")
+            if not draft.goal:
+                if self._retry(state, attempt, "Reply with the two lines Cypher: ... and Goal: ...", "reply"):
+                    continue
+                break
+            bindings: dict[str, list[str]] = {}
+            if draft.cypher:
+                result, problem = self._execute(state, draft.cypher)
+                if result is None:
+                    if self._retry(state, attempt, problem or "The query failed.", "reply"):
+                        continue
+                    break
+                for col in result.columns:
+                    bindings[col.split(".")[-1]] = [str(r.get(col)) for r in result.rows if r.get(col) is not None]
+                    bindings[col] = bindings[col.split(".")[-1]]
+            try:
+                sketch = resolve_sketch(draft.goal, self.domain, classes=self._classes, bindings=bindings)
+            except SketchError as exc:
+                state.result.raw_answer = draft.goal
+                state.result.error = f"goal sketch {draft.goal!r}: {exc}"
+                if self._retry(state, attempt, f"That goal does not work: {exc}.", "reply"):
+                    continue
+                return
+            state.result.context["sketch"] = draft.goal
+            self._accept(state, sketch.goal)
+            if state.result.error is None or not self._retry(
+                state, attempt, f"That goal does not ground: {state.result.error}.", "reply"
+            ):
+                return
+
+
+def parse_reply(text: str, task: Task) -> _Draft:
+    """The query (and goal sketch) of a model reply: fences, "Cypher:" prefixes and trailing prose removed."""
+    text = text.strip()
+    fence = re.search(r"```(?:cypher|sql|pddl)?\s*\n?(.*?)(?:```|$)", text, re.S | re.I)
+    if fence and task == "qa":
+        text = fence.group(1).strip()
+    if task == "pddl":
+        cypher = ""
+        goal = None
+        m = re.search(r"(?im)^\s*cypher\s*:\s*(.*)$", text)
+        if m:
+            cypher = m.group(1).strip().strip("`")
+            if cypher.lower().rstrip(".") in ("none", "", "n/a", "-"):
+                cypher = ""
+        g = re.search(r"(?is)goal\s*:\s*(\(.*)", text)
+        if g:
+            goal = _balanced(g.group(1))
+        elif text.lstrip().startswith("("):
+            goal = _balanced(text)
+        return _Draft(cypher, goal)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    query_lines: list[str] = []
+    for line in lines:
+        line = re.sub(r"^(?:cypher|query)\s*:\s*", "", line, flags=re.I)
+        if not query_lines and not re.match(r"(?i)(MATCH|OPTIONAL|WITH|UNWIND|CALL|RETURN)\b", line):
+            continue
+        if query_lines and re.match(r"(?i)(Q:|Question|Note|This|The |Explanation)", line):
+            break
+        query_lines.append(line)
+    return _Draft(" ".join(query_lines).rstrip(";").strip())
+
+
+def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
+    """Links whose value the query never names (a symbol, or a class value as a string literal)."""
+    literals = {v.lower() for v in re.findall(r"'([^']*)'", query)} | {
+        v.lower() for v in re.findall(r'"([^"]*)"', query)
+    }
+    out = []
+    for link in links:
+        if link.value.lower() in literals:
+            continue
+        if link.key == ont.SYMBOL_KEY and re.search(rf"\b{re.escape(link.value)}\b", query):
+            continue
+        out.append(link)
+    return out
+
+
+def _balanced(text: str) -> str:
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return text[: i + 1]
+    return text.strip()
+
+
+def _is_symbol(value: str) -> bool:
+    return re.fullmatch(r"[A-Za-z]\d+", value) is not None
+
+
+def _labels(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _symbols(rows: Sequence[dict[str, Any]]) -> list[str]:
+    out: dict[str, None] = {}
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str) and _is_symbol(v):
+            out.setdefault(v, None)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for row in rows:
+        walk(row)
+    return list(out)
+

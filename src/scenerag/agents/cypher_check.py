@@ -1,0 +1,157 @@
+"""Static checks of LLM-written Cypher against the live schema, before it runs.
+
+Beyond the store's own validation (unknown labels / types / keys, writes, unbounded paths) this catches the
+mistakes that run without error but mean nothing, and says why:
+
+* a one-hop relationship pattern the graph never has, ``(:Room)-[:CONTAINS]->(:Object)``: rewritten to the
+  transitive ``[:CONTAINS*]`` when a containment chain joins the two labels, else rejected with the patterns
+  that do exist;
+* an aggregate inside ``WHERE`` (``WHERE count(o) > 2``): rejected with the ``WITH ... WHERE`` form;
+* a variable used but never bound (``RETURN r.nodeSymbol`` with no ``r`` in any pattern).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from scenerag.graph import ontology as ont
+from scenerag.store.cypher import analyze
+from scenerag.store.schema import GraphSchema
+
+__all__ = ["CheckResult", "check_cypher"]
+
+_NODE = r"\(\s*(?P<{v}>[A-Za-z_]\w*)?\s*(?::\s*`?(?P<{l}>[A-Za-z_]\w*)`?)?\s*(?:\{{[^{{}}]*\}})?\s*\)"
+_REL = r"(?P<left><)?-\s*\[\s*(?P<rv>[A-Za-z_]\w*)?\s*:\s*(?P<type>[A-Za-z_]\w*)\s*(?P<star>\*[\d.\s]*)?\]\s*-(?P<right>>)?"
+_HOP = re.compile(_NODE.format(v="av", l="al") + r"\s*" + _REL + r"\s*" + _NODE.format(v="bv", l="bl"))
+_AGG = re.compile(r"\b(count|sum|avg|min|max|collect|stdev)\s*\(", re.I)
+_CLAUSE = re.compile(r"\b(WITH|RETURN|MATCH|OPTIONAL|ORDER|UNWIND|CALL)\b", re.I)
+_BINDERS = re.compile(r"\b(?:AS|UNWIND\s+[^;]+?\s+AS)\s+`?([A-Za-z_]\w*)`?", re.I)
+_PATH_VAR = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*(?:shortestPath|allShortestPaths)?\s*\(", re.I)
+_LIST_VAR = re.compile(r"[\[(]\s*([A-Za-z_]\w*)\s+IN\b", re.I)
+
+
+@dataclass
+class CheckResult:
+    """The query to run (possibly rewritten), what was rewritten, and the problems that block it."""
+
+    query: str
+    rewrites: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_cypher(query: str, schema: GraphSchema) -> CheckResult:
+    """Check ``query`` against ``schema``; see the module docstring for what is rewritten or rejected."""
+    result = CheckResult(query)
+    if not schema.node_counts:
+        return result
+    _fix_hops(result, schema)
+    _aggregates_in_where(result)
+    _unbound(result)
+    return result
+
+
+def _var_labels(query: str) -> dict[str, set[str]]:
+    try:
+        return {k: set(v) for k, v in analyze(query).node_vars.items()}
+    except Exception:  # noqa: BLE001 - a query the tokenizer cannot follow is the store's to report
+        return {}
+
+
+def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
+    labels = _var_labels(result.query)
+    chains = schema.containment_chains()
+    out, last = [], 0
+    query = result.query
+    pos = 0
+    while True:
+        m = _HOP.search(query, pos)
+        if m is None:
+            break
+        pos = m.end("right") if m.group("right") else m.end("type")
+        if m.group("star"):
+            continue
+        a = m.group("al") or _single(labels.get(m.group("av") or ""))
+        b = m.group("bl") or _single(labels.get(m.group("bv") or ""))
+        rtype = m.group("type")
+        if not a or not b or a not in schema.node_counts or b not in schema.node_counts:
+            continue
+        if m.group("left") and not m.group("right"):
+            src, dst = b, a
+        elif m.group("right") and not m.group("left"):
+            src, dst = a, b
+        else:  # undirected: fine if either direction exists
+            if (a, rtype, b) in schema.patterns or (b, rtype, a) in schema.patterns:
+                continue
+            src, dst = a, b
+        if (src, rtype, dst) in schema.patterns:
+            continue
+        if rtype == ont.CONTAINS and any(
+            src in ch and dst in ch and ch.index(src) < ch.index(dst) for ch in chains
+        ):
+            out.append(query[last : m.end("type")])
+            out.append("*")
+            last = m.end("type")
+            result.rewrites.append(
+                f"({src})-[:CONTAINS]->({dst}) never occurs ({dst} is not directly inside {src}): "
+                f"used -[:CONTAINS*]->"
+            )
+            continue
+        if rtype == ont.CONTAINS and any(
+            src in ch and dst in ch and ch.index(src) > ch.index(dst) for ch in chains
+        ):
+            result.problems.append(
+                f"the pattern ({src})-[:CONTAINS]->({dst}) points the wrong way: CONTAINS goes from parent to "
+                f"child, e.g. ({dst})-[:CONTAINS*]->({src})"
+            )
+            continue
+        existing = sorted({f"(:{s})-[:{t}]->(:{d})" for (s, t, d) in schema.patterns if src in (s, d)})
+        result.problems.append(
+            f"({src})-[:{rtype}]->({dst}) never occurs in this graph; patterns with {src}: "
+            + ", ".join(existing[:8])
+        )
+    if last:
+        out.append(query[last:])
+        result.query = "".join(out)
+
+
+def _single(labels: set[str] | None) -> str | None:
+    return next(iter(labels)) if labels and len(labels) == 1 else None
+
+
+def _aggregates_in_where(result: CheckResult) -> None:
+    query = result.query
+    for m in re.finditer(r"\bWHERE\b", query, re.I):
+        end = _CLAUSE.search(query, m.end())
+        body = query[m.end() : end.start() if end else len(query)]
+        body = re.sub(r"(?i)\b(?:COUNT|EXISTS|COLLECT)\s*\{[^{}]*\}", "", body)  # subqueries are fine
+        agg = _AGG.search(body)
+        if agg:
+            result.problems.append(
+                f"aggregate {agg.group(1)}() inside WHERE is not allowed: compute it first, then filter, e.g. "
+                "MATCH (r)-[:CONTAINS*]->(o) WITH r, count(o) AS n WHERE n > 3 RETURN r.nodeSymbol"
+            )
+            return
+
+
+def _unbound(result: CheckResult) -> None:
+    query = result.query
+    try:
+        a = analyze(query)
+    except Exception:  # noqa: BLE001
+        return
+    bound = set(a.node_vars) | set(a.rel_vars)
+    bound |= {m.group(1) for m in _BINDERS.finditer(query)}
+    bound |= {m.group(1) for m in _PATH_VAR.finditer(query)}
+    bound |= {m.group(1) for m in _LIST_VAR.finditer(query)}
+    missing = sorted({var for var, _ in a.property_refs if var not in bound and not var.startswith("$")})
+    if missing:
+        names = ", ".join(missing)
+        result.problems.append(
+            f"variable {names} is used but never bound: name it in a MATCH pattern, e.g. (r:Room) "
+            "or carry it through WITH"
+        )

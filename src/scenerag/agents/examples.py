@@ -1,0 +1,444 @@
+"""Worked examples for few-shot prompting: (question -> Cypher) and (instruction -> Cypher + goal sketch) pairs
+generated from the *live* graph, plus user-supplied ones, and the retrieval of the k most similar.
+
+Templates are written against roles, not names: the region label (``Room``), the leaf label (``Object``),
+the place layer between them and each layer's ``*_CONNECTED`` type come from the schema; classes, symbols
+and coordinates are the graph's own. So the library works on any scene graph whose schema has those roles,
+and every generated query is one that runs on it (:meth:`ExampleLibrary.validate` checks).
+
+User examples (YAML): ``examples: [{question: ..., cypher: ..., goal: ...}]``; ``goal`` marks an
+instruction example (PDDL task).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scenerag.errors import SceneRagError
+from scenerag.graph import ontology as ont
+from scenerag.store.base import GraphStore
+from scenerag.store.schema import GraphSchema
+
+if TYPE_CHECKING:
+    from scenerag.agents.linking import Link
+    from scenerag.retrieval.embeddings import Embedder
+
+__all__ = ["CypherExample", "ExampleLibrary", "ExampleLoadError", "GraphRoles"]
+
+
+class ExampleLoadError(SceneRagError):
+    """A user example file that cannot be read (names the file and the entry)."""
+
+
+@dataclass(frozen=True)
+class CypherExample:
+    """One worked example; ``goal`` is set for instruction (PDDL) examples, ``masked`` is the question with
+    its entities replaced by their kinds (what retrieval compares)."""
+
+    question: str
+    cypher: str
+    goal: str | None = None
+    masked: str = ""
+    source: str = "template"
+
+    @property
+    def task(self) -> str:
+        return "pddl" if self.goal is not None else "qa"
+
+    def render(self) -> str:
+        if self.goal is None:
+            return f"Q: {self.question}\nCypher: {self.cypher}"
+        return f"Instruction: {self.question}\nCypher: {self.cypher or 'none'}\nGoal: {self.goal}"
+
+
+@dataclass
+class GraphRoles:
+    """Which labels and edge types play which part, read off a schema."""
+
+    region: str | None = None
+    leaf: str | None = None
+    place: str | None = None
+    region_link: str | None = None
+    place_link: str | None = None
+    leaf_in_place: bool = False  # (place)-[:CONTAINS]->(leaf) exists
+    has_bbox: bool = False
+
+    @classmethod
+    def from_schema(cls, schema: GraphSchema) -> GraphRoles:
+        labels = set(schema.node_counts)
+        chains = schema.containment_chains()
+        roles = cls()
+        roles.leaf = ont.OBJECT if ont.OBJECT in labels else (chains[0][-1] if chains else None)
+        roles.region = ont.ROOM if ont.ROOM in labels else (chains[0][0] if chains else None)
+        between = [c for ch in chains if roles.region in ch and roles.leaf in ch
+                   for c in ch[ch.index(roles.region) + 1 : ch.index(roles.leaf)]]
+        roles.place = between[0] if between else None
+        for (src, rtype, dst) in schema.patterns:
+            if rtype.endswith("_CONNECTED") and src == dst == roles.region:
+                roles.region_link = rtype
+            if rtype.endswith("_CONNECTED") and src == dst == roles.place:
+                roles.place_link = rtype
+            if rtype == ont.CONTAINS and src == roles.place and dst == roles.leaf:
+                roles.leaf_in_place = True
+        roles.has_bbox = ont.BBOX_DIM_KEY in schema.node_properties.get(roles.leaf or "", {})
+        return roles
+
+
+@dataclass
+class _Values:
+    """Graph values the templates are instantiated with (most frequent first)."""
+
+    classes: list[str] = field(default_factory=list)
+    region_classes: list[str] = field(default_factory=list)
+    regions: list[str] = field(default_factory=list)
+    leaves: list[tuple[str, str, tuple[float, float, float]]] = field(default_factory=list)
+    places: list[str] = field(default_factory=list)
+    singleton_class: str | None = None
+
+
+def _values(store: GraphStore, roles: GraphRoles) -> _Values:
+    v = _Values()
+    if roles.leaf:
+        rows = store.query(
+            f"MATCH (o:`{roles.leaf}`) RETURN o.class AS c, count(*) AS n ORDER BY n DESC, c", max_rows=200
+        ).rows
+        v.classes = [str(r["c"]) for r in rows if r.get("c")]
+        single = [str(r["c"]) for r in rows if r.get("c") and r["n"] == 1]
+        v.singleton_class = single[0] if single else None
+        rows = store.query(
+            f"MATCH (o:`{roles.leaf}`) RETURN o.nodeSymbol AS s, o.class AS c, o.center AS p "
+            "ORDER BY o.nodeSymbol LIMIT 40"
+        ).rows
+        for r in rows:
+            p = r.get("p") or {}
+            xyz = (float(p.get("x", 0.0)), float(p.get("y", 0.0)), float(p.get("z", 0.0)))
+            v.leaves.append((str(r["s"]), str(r.get("c") or ""), xyz))
+    if roles.region:
+        rows = store.query(
+            f"MATCH (r:`{roles.region}`) RETURN r.nodeSymbol AS s, r.class AS c ORDER BY r.nodeSymbol LIMIT 50"
+        ).rows
+        v.regions = [str(r["s"]) for r in rows]
+        v.region_classes = list(dict.fromkeys(str(r["c"]) for r in rows if r.get("c")))
+    if roles.place:
+        rows = store.query(f"MATCH (p:`{roles.place}`) RETURN p.nodeSymbol AS s ORDER BY s LIMIT 5").rows
+        v.places = [str(r["s"]) for r in rows]
+    return v
+
+
+def _plural(word: str) -> str:
+    """English plural of a class name; coarse categories (seating, storage, decor) read as "<c> objects"."""
+    word = word.replace("_", " ")
+    if word.endswith(("ing", "age", "or", "ure", "ery", "ware")) or word in _MASS_NOUNS:
+        return f"{word} objects"
+    if word.endswith(("s", "x", "sh", "ch")):
+        return word + "es"
+    if word.endswith("y") and not word.endswith(("ay", "ey", "oy", "uy")):
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+_MASS_NOUNS = frozenset({"food", "trash", "furniture", "clothes", "equipment", "flora", "lighting", "storage"})
+
+
+def _pick(items: Sequence[Any], i: int, default: Any) -> Any:
+    return items[i % len(items)] if items else default
+
+
+def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExample]:
+    """Template examples instantiated with ``store``'s graph (QA and instruction examples)."""
+    roles = GraphRoles.from_schema(schema)
+    if not roles.leaf:
+        return []
+    v = _values(store, roles)
+    O, R, P = roles.leaf, roles.region, roles.place  # noqa: N806 - label roles
+    c1, c2, c3 = _pick(v.classes, 0, "chair"), _pick(v.classes, 1, "table"), _pick(v.classes, 2, "lamp")
+    cs = v.singleton_class or c3
+    o1, _, p1 = _pick(v.leaves, 3, ("O1", c1, (0.0, 0.0, 0.0)))
+    o2, _, _ = _pick(v.leaves, 11, ("O2", c2, (1.0, 0.0, 0.0)))
+    x, y, z = (round(t + d, 1) for t, d in zip(p1, (0.6, -0.4, 0.2), strict=True))
+    ex: list[tuple[str, str]] = [
+        (f"How many {O.lower()}s are there?", f"MATCH (o:{O}) RETURN count(o)"),
+        (f"How many {_plural(c1)} are there?", f"MATCH (o:{O} {{class: '{c1}'}}) RETURN count(o)"),
+        (f"List all the {_plural(c2)}.", f"MATCH (o:{O} {{class: '{c2}'}}) RETURN o.nodeSymbol"),
+        (f"Is there a {cs}? Which one?", f"MATCH (o:{O} {{class: '{cs}'}}) RETURN o.nodeSymbol"),
+        (f"What kinds of {O.lower()}s are there?", f"MATCH (o:{O}) RETURN DISTINCT o.class"),
+        (f"How many {O.lower()}s of each class are there?",
+         f"MATCH (o:{O}) RETURN o.class, count(o)"),
+        (f"What is {o1}?", f"MATCH (o:{O} {{nodeSymbol: '{o1}'}}) RETURN o.class"),
+        (f"Where is {o2}?", f"MATCH (o:{O} {{nodeSymbol: '{o2}'}}) RETURN o.center"),
+        (f"Where are the {_plural(c3)}?", f"MATCH (o:{O} {{class: '{c3}'}}) RETURN o.center"),
+        (f"What is the average height of the {_plural(c1)}?",
+         f"MATCH (o:{O} {{class: '{c1}'}}) RETURN avg(o.center.z)"),
+        (f"How far is {o1} from {o2}?",
+         f"MATCH (a:{O} {{nodeSymbol: '{o1}'}}), (b:{O} {{nodeSymbol: '{o2}'}}) "
+         "RETURN point.distance(a.center, b.center)"),
+        (f"Which {O.lower()} is closest to {o1}?",
+         f"MATCH (a:{O} {{nodeSymbol: '{o1}'}}), (b:{O}) WHERE b <> a "
+         "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1"),
+        (f"Which {c2} is nearest to the {cs}?",
+         f"MATCH (a:{O} {{class: '{cs}'}}), (b:{O} {{class: '{c2}'}}) "
+         "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1"),
+        (f"Which {c1} is farthest from the origin?",
+         f"MATCH (o:{O} {{class: '{c1}'}}) RETURN o.nodeSymbol "
+         "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1"),
+        (f"Which {O.lower()}s are within 3 meters of {o2}?",
+         f"MATCH (a:{O} {{nodeSymbol: '{o2}'}}), (b:{O}) WHERE b <> a AND "
+         "point.distance(a.center, b.center) < 3 RETURN b.nodeSymbol"),
+        (f"Which {O.lower()}s are within 4 m of x: {x}, y: {y}, z: {z}?",
+         f"MATCH (o:{O}) WHERE point.distance(o.center, point({{x: {x}, y: {y}, z: {z}}})) < 4 "
+         "RETURN o.nodeSymbol"),
+        (f"How many {_plural(c2)} are near the {cs}, within 5 meters?",
+         f"MATCH (a:{O} {{class: '{cs}'}}), (b:{O} {{class: '{c2}'}}) WHERE "
+         "point.distance(a.center, b.center) < 5 RETURN count(DISTINCT b)"),
+    ]
+    if roles.has_bbox:
+        ex.append((f"How big is {o1}?", f"MATCH (o:{O} {{nodeSymbol: '{o1}'}}) RETURN o.bbox_dim"))
+        ex.append((f"Which is the tallest {c1}?",
+                   f"MATCH (o:{O} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1"))
+    if R:
+        r1, r2 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2")
+        rc1 = _pick(v.region_classes, 0, None)
+        rc2 = _pick(v.region_classes, 1, None)
+        rl = R.lower()
+        contains = f"(r:{R})-[:CONTAINS*]->(o:{O})"
+        ex += [
+            (f"How many {rl}s are there?", f"MATCH (r:{R}) RETURN count(r)"),
+            (f"How many {O.lower()}s are in {rl} {r1}?",
+             f"MATCH (r:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(o:{O}) RETURN count(DISTINCT o)"),
+            (f"Which {_plural(c1)} are in {r2}?",
+             f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{O} {{class: '{c1}'}}) "
+             "RETURN DISTINCT o.nodeSymbol"),
+            (f"Which {rl} is {o2} in?",
+             f"MATCH (r:{R})-[:CONTAINS*]->(o:{O} {{nodeSymbol: '{o2}'}}) RETURN DISTINCT r.nodeSymbol"),
+            (f"In which {rl} is the {cs}?",
+             f"MATCH (r:{R})-[:CONTAINS*]->(o:{O} {{class: '{cs}'}}) RETURN DISTINCT r.nodeSymbol"),
+            (f"Which {rl} has the most {O.lower()}s?",
+             f"MATCH {contains} WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol"),
+            (f"Which two {rl}s have the fewest {O.lower()}s?",
+             f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{O}) WITH r, count(DISTINCT o) AS n "
+             "ORDER BY n ASC LIMIT 2 RETURN r.nodeSymbol"),
+            (f"Which {rl} has the most {_plural(c2)}?",
+             f"MATCH (r:{R})-[:CONTAINS*]->(o:{O} {{class: '{c2}'}}) WITH r, count(DISTINCT o) AS n "
+             "ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol"),
+            (f"How many {O.lower()}s does each {rl} have?",
+             f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{O}) RETURN r.nodeSymbol, count(DISTINCT o)"),
+            (f"Which {rl}s have no {c3}?",
+             f"MATCH (r:{R}) WHERE NOT EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{O} {{class: '{c3}'}}) }} "
+             "RETURN r.nodeSymbol"),
+            (f"Which {rl}s contain both a {c1} and a {c2}?",
+             f"MATCH (r:{R}) WHERE EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{O} {{class: '{c1}'}}) }} AND "
+             f"EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{O} {{class: '{c2}'}}) }} RETURN r.nodeSymbol"),
+            (f"Which {rl}s have more {O.lower()}s than average?",
+             f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{O}) WITH r, count(DISTINCT o) AS n "
+             "WITH collect({s: r.nodeSymbol, n: n}) AS rows, avg(n) AS mean UNWIND rows AS row "
+             "WITH row, mean WHERE row.n > mean RETURN row.s"),
+            (f"Which {O.lower()}s are in the same {rl} as {o1}?",
+             f"MATCH (r:{R})-[:CONTAINS*]->(a:{O} {{nodeSymbol: '{o1}'}}), (r)-[:CONTAINS*]->(b:{O}) "
+             "WHERE b <> a RETURN DISTINCT b.nodeSymbol"),
+            (f"What is the center of {rl} {r2}?", f"MATCH (r:{R} {{nodeSymbol: '{r2}'}}) RETURN r.center"),
+        ]
+        if rc1:
+            ex += [
+                (f"What is in the {rc1}?",
+                 f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{O}) RETURN DISTINCT o.nodeSymbol"),
+                (f"Which {_plural(c2)} are in the {rc1}?",
+                 f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{O} {{class: '{c2}'}}) "
+                 "RETURN DISTINCT o.nodeSymbol"),
+                (f"How many {_plural(c1)} are in the {_plural(rc2 or rc1)}?",
+                 f"MATCH (r:{R} {{class: '{rc2 or rc1}'}})-[:CONTAINS*]->(o:{O} {{class: '{c1}'}}) "
+                 "RETURN count(DISTINCT o)"),
+                (f"What kinds of things are in the {rc1}?",
+                 f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{O}) RETURN DISTINCT o.class"),
+                (f"Which {rl}s are {_plural(rc2 or rc1)}?",
+                 f"MATCH (r:{R} {{class: '{rc2 or rc1}'}}) RETURN r.nodeSymbol"),
+            ]
+        if roles.region_link:
+            link = roles.region_link
+            ex += [
+                (f"Which {rl}s are adjacent to {r2}?",
+                 f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}]-(b:{R}) RETURN DISTINCT b.nodeSymbol"),
+                (f"Which {rl} has the fewest neighboring {rl}s?",
+                 f"MATCH (a:{R}) OPTIONAL MATCH (a)-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n "
+                 "ORDER BY n ASC LIMIT 1 RETURN a.nodeSymbol"),
+                (f"Is {r1} connected to {r2}?",
+                 f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
+                 f"RETURN EXISTS {{ MATCH (a)-[:{link}]-(b) }}"),
+            ]
+    if P and roles.place_link:
+        pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
+        ex.append((
+            f"How many {P} nodes are within 3 hops of {p0}, not counting {p0}?",
+            f"MATCH (a:{P} {{nodeSymbol: '{p0}'}})-[:{pl}*1..3]-(b:{P}) WHERE b <> a RETURN count(DISTINCT b)",
+        ))
+        if roles.leaf_in_place:
+            ex.append((
+                f"How many {O.lower()}s are in {P} nodes within 4 hops of the {cs}'s {P}, other than the {cs}?",
+                f"MATCH (a:{O} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}*0..4]-(q:{P})-[:CONTAINS]->"
+                f"(o:{O}) WHERE o <> a RETURN count(DISTINCT o)",
+            ))
+            ex.append((
+                f"Which {P} is {o2} in?",
+                f"MATCH (p:{P})-[:CONTAINS]->(o:{O} {{nodeSymbol: '{o2}'}}) RETURN p.nodeSymbol",
+            ))
+    out = [CypherExample(q, c) for q, c in ex]
+    out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, cs=cs)
+    return out
+
+
+def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[CypherExample]:
+    O, R, P = roles.leaf, roles.region, roles.place  # noqa: N806
+    o1, o2, c1, c2, cs = n["o1"], n["o2"], n["c1"], n["c2"], n["cs"]
+    num = re.sub(r"\D", "", o1) or "1"
+    ex = [
+        CypherExample(f"Go to object {num}.", "", f"(visited-object {o1})"),
+        CypherExample(f"Pick up the {cs}.", "", f"(holding [{cs}])"),
+        CypherExample(f"Grab a {c2}.", "", f"(holding [{c2}])"),
+        CypherExample(f"Inspect {o2}.", "", f"(safe {o2})"),
+        CypherExample(f"Take a close look at every {c1}.", "", f"(all (safe [{c1}]))"),
+        CypherExample(
+            f"Go to the {c1} that is closest to the {cs}.",
+            f"MATCH (a:{O} {{class: '{cs}'}}), (b:{O} {{class: '{c1}'}}) RETURN b.nodeSymbol AS x "
+            "ORDER BY point.distance(a.center, b.center) LIMIT 1",
+            "(visited-object ?x)",
+        ),
+        CypherExample(
+            f"Check the {c2} farthest from the origin.",
+            f"MATCH (o:{O} {{class: '{c2}'}}) RETURN o.nodeSymbol AS x "
+            "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1",
+            "(safe ?x)",
+        ),
+    ]
+    if R and v.region_classes:
+        rc1 = v.region_classes[0]
+        rc2 = v.region_classes[1] if len(v.region_classes) > 1 else rc1
+        r1 = _pick(v.regions, 0, "R1")
+        ex += [
+            CypherExample(f"Go to the {rc1}.", "", f"(in-room [{rc1}])"),
+            CypherExample(f"Visit all the {_plural(rc2)}.", "", f"(all (visited-room [{rc2}]))"),
+            CypherExample(
+                f"Bring the {cs} to {r1} but stay out of the {rc2}.", "",
+                f"(and (holding [{cs}]) (in-room {r1}) (not (visited-room [{rc2}])))",
+            ),
+            CypherExample(
+                f"Pick up a {c1}, or go to {o2}.", "", f"(or (holding [{c1}]) (visited-object {o2}))"
+            ),
+        ]
+    if P and v.places:
+        p1, p2 = v.places[0], v.places[-1]
+        n1, n2 = re.sub(r"\D", "", p1), re.sub(r"\D", "", p2)
+        ex.append(CypherExample(
+            f"First go to place {n1}, then to place {n2}.", "", f"(and (visited-place {p1}) (at-place {p2}))"
+        ))
+    return ex
+
+
+class ExampleLibrary:
+    """Examples of one graph and how to find the k most similar to a question.
+
+    Similarity: cosine between embeddings of the *masked* question and masked examples (entity mentions
+    replaced by their kind) when an embedder is given, else word-overlap (Jaccard) of the masked texts.
+    """
+
+    def __init__(self, examples: Sequence[CypherExample], *, embedder: Embedder | None = None) -> None:
+        self.examples = list(examples)
+        self.embedder = embedder
+        self._vectors: Any = None
+
+    @classmethod
+    def for_store(
+        cls,
+        store: GraphStore,
+        *,
+        embedder: Embedder | None = None,
+        user_files: Sequence[str | Path] = (),
+        linker: Any = None,
+    ) -> ExampleLibrary:
+        """Template examples of ``store``'s graph plus the examples of ``user_files`` (YAML)."""
+        examples = generate_examples(store.schema(), store)
+        for path in user_files:
+            examples += load_examples(path)
+        if linker is not None:
+            from scenerag.agents.linking import mask_question
+
+            examples = [
+                CypherExample(e.question, e.cypher, e.goal, mask_question(e.question, linker.link(e.question)),
+                              e.source)
+                for e in examples
+            ]
+        return cls(examples, embedder=embedder)
+
+    def validate(self, store: GraphStore) -> list[tuple[CypherExample, str]]:
+        """Examples whose Cypher fails on ``store`` (each with the error): a check, not a filter."""
+        bad = []
+        for e in self.examples:
+            if not e.cypher:
+                continue
+            try:
+                store.query(e.cypher, timeout_s=10.0, max_rows=50)
+            except SceneRagError as exc:
+                bad.append((e, str(exc)))
+        return bad
+
+    def retrieve(self, question: str, k: int = 6, *, task: str = "qa", masked: str | None = None) -> list[
+        CypherExample
+    ]:
+        """The ``k`` examples of ``task`` most similar to ``question`` (most similar last: nearest the question
+        in the prompt)."""
+        pool = [i for i, e in enumerate(self.examples) if e.task == task]
+        if not pool or k <= 0:
+            return []
+        text = masked or question
+        if self.embedder is not None:
+            import numpy as np
+
+            if self._vectors is None:
+                self._vectors = self.embedder.embed([e.masked or e.question for e in self.examples])
+            q = self.embedder.embed([text])[0]
+            scores = {i: float(np.dot(self._vectors[i], q)) for i in pool}
+        else:
+            qw = _words(text)
+            scores = {i: _jaccard(qw, _words(self.examples[i].masked or self.examples[i].question)) for i in pool}
+        best = sorted(pool, key=lambda i: (-scores[i], i))[:k]
+        return [self.examples[i] for i in reversed(best)]
+
+
+def load_examples(path: str | Path) -> list[CypherExample]:
+    """User examples from a YAML file ``{examples: [{question, cypher, goal?}]}``."""
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ExampleLoadError(f"{p}: cannot read examples: {exc}", hint="a YAML file with examples: [...]") from exc
+    items = data.get("examples") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise ExampleLoadError(f"{p}: no 'examples' list", hint="examples: [{question: ..., cypher: ...}]")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            raise ExampleLoadError(f"{p}: examples[{i}] needs a 'question' string", hint="see the docstring")
+        cypher, goal = item.get("cypher") or "", item.get("goal")
+        if not cypher and goal is None:
+            raise ExampleLoadError(f"{p}: examples[{i}] needs 'cypher' (a question) or 'goal' (an instruction)")
+        out.append(CypherExample(item["question"], str(cypher), None if goal is None else str(goal), "",
+                                 f"{p.name}#{i}"))
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z\[\]]+", text.lower()))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / math.sqrt(len(a) * len(b)) if a and b else 0.0
+
+
+def linked_values(links: Sequence[Link]) -> list[str]:
+    """Distinct values of ``links`` (for logging)."""
+    return list(dict.fromkeys(link.value for link in links))

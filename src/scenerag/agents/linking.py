@@ -1,0 +1,298 @@
+"""Entity linking: map the words of a question to values the database holds, before any query is written.
+
+A mention links to a listed property value (``'wastebin'`` -> ``Object.class = 'trash'``, ``'lounge'`` ->
+``Room.class = 'lounge'``) or to a node symbol (``'object 79'`` -> ``O79``). Matching, in order: the value
+itself or its plural; a built-in lexicon of everyday object words (:data:`LEXICON`, extendable); embedding
+similarity of the word to the values (when an embedder is given). Symbols are checked against the store.
+The links go into the prompt ("'wastebin' is Object class 'trash'") and mask the question for example
+retrieval, so retrieval matches the question's *shape*, not its nouns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from scenerag.graph import ontology as ont
+from scenerag.store.base import GraphStore
+from scenerag.store.schema import GraphSchema
+
+if TYPE_CHECKING:
+    from scenerag.retrieval.embeddings import Embedder
+
+__all__ = ["LEXICON", "EntityLinker", "Link"]
+
+#: everyday words -> coarse scene-graph class names (Hydra / Heracles labelspace and common indoor sets);
+#: a word links only when one of its classes is a value the graph holds.
+LEXICON: dict[str, tuple[str, ...]] = {
+    # seating
+    "chair": ("seating", "chair"), "couch": ("seating", "sofa", "couch"), "sofa": ("seating", "sofa"),
+    "bench": ("seating", "bench"), "stool": ("seating", "stool"), "armchair": ("seating", "chair"),
+    "seat": ("seating", "chair"), "ottoman": ("seating",),
+    # storage
+    "cabinet": ("storage", "cabinet"), "shelf": ("storage", "shelf"), "shelves": ("storage", "shelf"),
+    "bookshelf": ("storage", "shelf"), "drawer": ("storage", "drawer"), "cupboard": ("storage", "cabinet"),
+    "locker": ("storage",), "dresser": ("storage",), "wardrobe": ("storage",), "closet": ("storage",),
+    "rack": ("storage",), "bookcase": ("storage", "shelf"),
+    # trash
+    "bin": ("trash", "bin"), "wastebin": ("trash",), "wastebasket": ("trash",), "garbage": ("trash",),
+    "trashcan": ("trash",), "dustbin": ("trash",), "rubbish": ("trash",), "recycling": ("trash",),
+    # lights
+    "lamp": ("light", "lamp"), "lights": ("light",), "lighting": ("light",), "bulb": ("light",),
+    "chandelier": ("light",),
+    # appliances
+    "fridge": ("appliance", "refrigerator", "fridge"), "refrigerator": ("appliance", "refrigerator"),
+    "microwave": ("appliance", "microwave"), "oven": ("appliance", "oven"), "stove": ("appliance",),
+    "dishwasher": ("appliance",), "toaster": ("appliance",), "kettle": ("appliance",),
+    "printer": ("appliance",), "coffee": ("appliance", "food"), "vending": ("appliance",),
+    "machine": ("appliance",), "tv": ("appliance", "tv"), "television": ("appliance", "tv"),
+    "washer": ("appliance",),
+    # decor
+    "plant": ("decor", "plant", "flora"), "painting": ("decor", "picture"), "picture": ("decor", "picture"),
+    "poster": ("decor", "sign"), "vase": ("decor", "vase"), "artwork": ("decor",), "art": ("decor",),
+    "decoration": ("decor",), "decorations": ("decor",), "ornament": ("decor",), "frame": ("decor",),
+    # signs
+    "signs": ("sign",), "signage": ("sign",), "placard": ("sign",), "notice": ("sign",),
+    "exit": ("sign",), "board": ("sign",),
+    # misc
+    "bike": ("bicycle", "bike"), "cycle": ("bicycle",), "bicycles": ("bicycle",),
+    "backpack": ("bag", "backpack"), "suitcase": ("bag", "suitcase"), "purse": ("bag",),
+    "handbag": ("bag",), "luggage": ("bag",), "carton": ("box",), "crate": ("box",),
+    "package": ("box",), "parcel": ("box",), "boxes": ("box",), "snack": ("food",), "snacks": ("food",),
+    "fruit": ("food",), "meal": ("food",), "mattress": ("bed",), "cot": ("bed",),
+    "table": ("table", "desk"), "desk": ("desk", "table"), "door": ("door",), "window": ("window",),
+    "toilet": ("toilet",), "sink": ("sink",), "bathtub": ("bathtub",), "tub": ("bathtub",),
+    "monitor": ("monitor", "tv", "appliance"), "computer": ("computer", "appliance"),
+    # rooms
+    "corridor": ("hallway", "corridor"), "hall": ("hallway",), "hallways": ("hallway",),
+    "corridors": ("hallway", "corridor"), "passage": ("hallway",), "lobby": ("lounge", "lobby"),
+    "common": ("lounge",), "break": ("lounge",), "sitting": ("lounge", "living_room"),
+    "living": ("living_room", "lounge"), "bedroom": ("bedroom",), "bathroom": ("bathroom",),
+    "restroom": ("bathroom",), "washroom": ("bathroom",), "kitchen": ("kitchen",), "office": ("office",),
+}
+
+_STOP = frozenset(
+    """a an the of in on at to is are be there which what where how many much any all each every per
+    and or not no with within near nearest closest farthest furthest than from by for into inside as it its
+    me my i you do does did give tell list show find count number room rooms object objects thing things
+    place places node nodes graph scene type types kind kinds class classes this that these those most
+    least fewest more less between other others same both one two three four five six seven eight nine ten
+    meter meters metres m far distance position positions location locations located stand standing
+    go get grab pick up visit take bring look inspect robot first then finally without avoid
+    """.split()
+)
+_WORD = re.compile(r"[a-z][a-z_-]*")
+_SYMBOL = re.compile(r"\b([A-Za-z])(\d+)\b")
+_SPELLED = re.compile(r"\b(mesh place|place|object|room|region|node|building|floor)\s*(?:#|number\s*)?(\d+)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One mention in the question and what it refers to in the database."""
+
+    mention: str
+    label: str
+    key: str  # ``class`` (or another listed property) or ``nodeSymbol``
+    value: str
+    how: str  # exact, lexicon, embedding, symbol
+    symbols: tuple[str, ...] = ()  # nodes with that value (for rooms and other small sets)
+
+    def describe(self) -> str:
+        """``'wastebin' is Object class 'trash'`` for the prompt."""
+        if self.key == ont.SYMBOL_KEY:
+            return f"{self.mention!r} is {self.label} {self.value}"
+        nodes = f" ({', '.join(self.symbols)})" if self.symbols and len(self.symbols) <= 6 else ""
+        return f"{self.mention!r} is {self.label} {self.key} '{self.value}'{nodes}"
+
+
+@dataclass
+class _Vocabulary:
+    values: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # value -> [(label, key)]
+    prefixes: dict[str, str] = field(default_factory=dict)  # symbol letter -> label
+    members: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
+
+
+class EntityLinker:
+    """Links question words to the values and symbols of one store's graph (call :meth:`link`).
+
+    ``lexicon`` extends/overrides :data:`LEXICON`; ``embedder`` (optional) links words no rule knows when
+    their cosine similarity to a value is at least ``min_similarity``.
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        embedder: Embedder | None = None,
+        lexicon: Mapping[str, Sequence[str]] | None = None,
+        min_similarity: float = 0.62,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.lexicon = {**LEXICON, **{k.lower(): tuple(v) for k, v in (lexicon or {}).items()}}
+        self.min_similarity = min_similarity
+        self._vocab: _Vocabulary | None = None
+        self._value_vectors: tuple[list[str], object] | None = None
+
+    # -- vocabulary ------------------------------------------------------------------------------------
+    def vocabulary(self) -> _Vocabulary:
+        if self._vocab is None:
+            self._vocab = build_vocabulary(self.store)
+        return self._vocab
+
+    def _value_links(self, value: str, mention: str, how: str) -> list[Link]:
+        vocab = self.vocabulary()
+        return [
+            Link(mention, label, key, value, how, vocab.members.get((label, key, value), ()))
+            for label, key in vocab.values.get(value, [])
+        ]
+
+    # -- linking ---------------------------------------------------------------------------------------
+    def link(self, question: str) -> list[Link]:
+        """Links of ``question``'s mentions, in question order, one per (mention, value)."""
+        vocab = self.vocabulary()
+        links: list[Link] = []
+        taken: list[tuple[int, int]] = []
+        for m in _SPELLED.finditer(question):
+            kind, num = m.group(1).lower(), m.group(2)
+            letter = {"mesh place": "P", "place": "P", "object": "O", "room": "R", "region": "R",
+                      "building": "B", "floor": "F"}.get(kind)
+            sym = self._known_symbol(f"{letter}{num}") if letter else None
+            if sym is None and kind == "node":
+                sym = next((s for s in (f"{p}{num}" for p in vocab.prefixes) if self._known_symbol(s)), None)
+            if sym is not None:
+                links.append(Link(m.group(0), vocab.prefixes.get(sym[0], "node"), ont.SYMBOL_KEY, sym, "symbol"))
+                taken.append(m.span())
+        for m in _SYMBOL.finditer(question):
+            if any(a <= m.start() < b for a, b in taken):
+                continue
+            sym = self._known_symbol(m.group(0))
+            if sym is not None:
+                links.append(Link(m.group(0), vocab.prefixes.get(sym[0], "node"), ont.SYMBOL_KEY, sym, "symbol"))
+                taken.append(m.span())
+        lowered = question.lower()
+        words = [(w.group(0), w.start()) for w in _WORD.finditer(lowered)]
+        unmatched: list[str] = []
+        i = 0
+        while i < len(words):
+            word, start = words[i]
+            if any(a <= start < b for a, b in taken):
+                i += 1
+                continue
+            # two-word values first ("living room", "trash can"), then the word
+            pair = f"{word} {words[i + 1][0]}" if i + 1 < len(words) else ""
+            found = self._match(pair.replace(" ", "_")) or self._match(pair) if pair else []
+            if found:
+                links.extend(Link(pair, f.label, f.key, f.value, f.how, f.symbols) for f in found)
+                i += 2
+                continue
+            found = self._match(word)
+            if found:
+                links.extend(Link(word, f.label, f.key, f.value, f.how, f.symbols) for f in found)
+            elif word not in _STOP and len(word) > 2:
+                unmatched.append(word)
+            i += 1
+        if self.embedder is not None and unmatched:
+            links.extend(self._embedding_links(unmatched))
+        return _dedupe(links)
+
+    def _match(self, word: str) -> list[Link]:
+        if not word:
+            return []
+        vocab = self.vocabulary()
+        for form in _forms(word):
+            if form in vocab.values:
+                return self._value_links(form, word, "exact")
+        for form in _forms(word):
+            for target in self.lexicon.get(form, ()):
+                if target in vocab.values:
+                    return self._value_links(target, word, "lexicon")
+        return []
+
+    def _embedding_links(self, words: list[str]) -> list[Link]:
+        import numpy as np
+
+        vocab = self.vocabulary()
+        if self._value_vectors is None:
+            names = sorted(vocab.values)
+            vectors = self.embedder.embed([n.replace("_", " ") for n in names]) if names else None  # type: ignore[union-attr]
+            self._value_vectors = (names, vectors)
+        names, vectors = self._value_vectors
+        if not names:
+            return []
+        wvec = self.embedder.embed(words)  # type: ignore[union-attr]
+        sims = wvec @ np.asarray(vectors).T
+        out: list[Link] = []
+        for word, row in zip(words, sims, strict=True):
+            best = int(row.argmax())
+            if row[best] >= self.min_similarity:
+                out.extend(self._value_links(names[best], word, "embedding"))
+        return out
+
+    def _known_symbol(self, symbol: str) -> str | None:
+        rows = self.store.query(
+            "MATCH (n) WHERE n.nodeSymbol IN $s RETURN n.nodeSymbol AS s LIMIT 1",
+            {"s": list(dict.fromkeys([symbol, symbol.upper(), symbol[:1].swapcase() + symbol[1:]]))},
+        ).rows
+        return str(rows[0]["s"]) if rows else None
+
+
+def mask_question(question: str, links: Iterable[Link]) -> str:
+    """``question`` with each linked mention replaced by its kind ("Which [seating] are in [room R1]?"
+    style), so similar questions about other things look alike to the example retriever."""
+    out = question
+    for link in sorted(links, key=lambda l: -len(l.mention)):
+        tag = f"[{link.label.lower()}]" if link.key == ont.SYMBOL_KEY else f"[{link.label.lower()} {link.key}]"
+        out = re.sub(rf"(?i)\b{re.escape(link.mention)}\b", tag, out)
+    return out
+
+
+def build_vocabulary(store: GraphStore) -> _Vocabulary:
+    """Listed values of every label (from the schema) and the symbol letter of every label."""
+    schema: GraphSchema = store.schema()
+    vocab = _Vocabulary()
+    for label, props in schema.node_properties.items():
+        for key, info in props.items():
+            for value in info.values or ():
+                vocab.values.setdefault(value.lower(), []).append((label, key))
+                if value.lower() != value:
+                    vocab.values.setdefault(value, []).append((label, key))
+    for label in schema.labels:
+        rows = store.query(f"MATCH (n:`{label}`) RETURN n.nodeSymbol AS s LIMIT 1").rows
+        if rows and rows[0].get("s"):
+            vocab.prefixes.setdefault(str(rows[0]["s"])[0], label)
+        if schema.node_counts.get(label, 0) <= 200 and ont.CLASS_KEY in schema.node_properties.get(label, {}):
+            grouped = store.query(
+                f"MATCH (n:`{label}`) RETURN n.class AS c, collect(n.nodeSymbol) AS s", max_rows=100
+            ).rows
+            for row in grouped:
+                if row.get("c") is not None:
+                    vocab.members[(label, ont.CLASS_KEY, str(row["c"]))] = tuple(sorted(map(str, row["s"])))
+    return vocab
+
+
+def _forms(word: str) -> list[str]:
+    """The word and its singular candidates (chairs -> chair, boxes -> box, shelves -> shelf)."""
+    forms = [word]
+    if word.endswith("ies"):
+        forms.append(word[:-3] + "y")
+    if word.endswith("ves"):
+        forms.append(word[:-3] + "f")
+    if word.endswith("es"):
+        forms.append(word[:-2])
+    if word.endswith("s"):
+        forms.append(word[:-1])
+    return forms
+
+
+def _dedupe(links: list[Link]) -> list[Link]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for link in links:
+        key = (link.label, link.key, link.value)
+        if key not in seen:
+            seen.add(key)
+            out.append(link)
+    return out
