@@ -137,11 +137,14 @@ class KeyframeConfig(_StageConfig):
 
 class SegmentationConfig(_StageConfig):
     """The 2D segmenter run on keyframes: ``oracle`` (ground-truth instance/class images of a synthetic
-    sequence), ``vision_endpoint`` (an OpenAI-compatible VLM that returns labelled boxes, refined to masks
-    by depth) or ``grounded_sam`` (Grounding-DINO + SAM weights from local folders). ``options`` go to the
-    segmenter's constructor (e.g. ``model``, ``base_url``, ``detector_path``, ``sam_path``, ``labels``)."""
+    sequence), ``geometric`` (class-agnostic instances of the fused depth map after removing floor, wall
+    and ceiling planes; no model, every object labelled ``object``), ``vision_endpoint`` (an
+    OpenAI-compatible VLM that returns labelled boxes, refined to masks by depth) or ``grounded_sam``
+    (Grounding-DINO + SAM weights from local folders). ``options`` go to the segmenter's constructor
+    (e.g. ``model``, ``base_url``, ``detector_path``, ``sam_path``, ``labels``; for ``geometric`` the
+    fields of ``scenerag.build.geometric.GeometricParams``)."""
 
-    segmenter: Literal["oracle", "vision_endpoint", "grounded_sam"] = "oracle"
+    segmenter: Literal["oracle", "geometric", "vision_endpoint", "grounded_sam"] = "oracle"
     min_mask_pixels: int = Field(30, ge=1)
     min_element_pixels: int = Field(10, ge=1, description="functional elements are small: a lower bar")
     options: dict[str, Any] = Field(default_factory=dict)

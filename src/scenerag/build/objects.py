@@ -5,7 +5,8 @@ Contract: ``build_objects`` runs the segmenter on every keyframe (in time order)
 valid-depth pixels to world points (voxel-downsampled, split into 3D parts of which only the big ones
 are kept), and merges each segment into an existing object of the same kind and label when the object's
 points that are visible in this keyframe fall inside the mask (projective association) or when the two
-point sets overlap in 3D; otherwise it starts a new object. A final pass merges same-label objects that
+point sets overlap in 3D; otherwise it starts a new object. A mask that carries a segmenter ``instance``
+id joins the object of that id instead. A final pass merges same-label objects that
 overlap in 3D. Each object keeps its best view (largest mask, away from the image border). Every
 functional element is linked to the nearest object within ``link_distance``; every object gets the room
 holding most of its points.
@@ -179,6 +180,7 @@ class ObjectMap:
         self.objects: dict[int, MapObject] = {}
         self._next = 0
         self.n_segments = 0
+        self._instances: dict[int, int] = {}  # segmenter instance id -> object uid
 
     def _keys(self, points: np.ndarray) -> np.ndarray:
         return np.unique(voxel_keys(points, self.config.merge_voxel_size))
@@ -245,7 +247,11 @@ class ObjectMap:
         pad = 2 * cfg.merge_voxel_size
         for seg in segments:
             best, best_score = None, 0.0
-            if existing:
+            if seg.mask.instance is not None:
+                # The segmenter already knows the correspondence (map-level instances).
+                uid = self._instances.get(seg.mask.instance)
+                best = self.objects.get(uid) if uid is not None else None
+            elif existing:
                 near = np.all(los <= seg.hi + pad, axis=1) & np.all(his >= seg.lo - pad, axis=1)
                 for j in np.flatnonzero(near):
                     obj = existing[j]
@@ -266,6 +272,8 @@ class ObjectMap:
             if best is None:
                 best = MapObject(self._next, seg.mask.kind, seg.points, seg.colors)
                 self.objects[self._next] = best
+                if seg.mask.instance is not None:
+                    self._instances[seg.mask.instance] = self._next
                 self._next += 1
             else:
                 merged = np.concatenate([best.points, seg.points])
@@ -279,14 +287,15 @@ class ObjectMap:
             self._cap(best)
 
     def post_merge(self) -> int:
-        """Merge same-kind, same-label objects whose points overlap by ``post_merge_overlap``; returns the
-        number of merges."""
+        """Merge same-kind, same-label objects whose points overlap by ``post_merge_overlap`` (never two
+        objects of different segmenter instances); returns the number of merges."""
         cfg = self.config
         merges = 0
         pad = 2 * cfg.merge_voxel_size
         changed = True
         while changed:
             changed = False
+            tracked = set(self._instances.values())
             objs = sorted(self.objects.values(), key=lambda o: -len(o.points))
             groups = [(o.kind, o.label) for o in objs]
             los = np.array([o.bbox_min for o in objs]).reshape(-1, 3)
@@ -297,6 +306,8 @@ class ObjectMap:
                 )
                 for j in np.flatnonzero(near) + i + 1:
                     b = objs[j]
+                    if a.uid in tracked and b.uid in tracked:
+                        continue  # two instances the segmenter told apart
                     if groups[j] == groups[i] and self._overlap(b.keys, a.keys) >= cfg.post_merge_overlap:
                         self._absorb(a, b)
                         merges += 1
@@ -316,6 +327,9 @@ class ObjectMap:
         a.observations.extend(b.observations)
         a.confidence = max(a.confidence, b.confidence)
         self._cap(a)
+        for inst, uid in self._instances.items():
+            if uid == b.uid:
+                self._instances[inst] = a.uid
         del self.objects[b.uid]
 
 

@@ -324,11 +324,13 @@ def run_build(
     def objects_compute(tmp: Path) -> dict[str, Any]:
         from scenerag.build.segmentation import make_segmenter
 
-        seg = segmenter or make_segmenter(cfg.segmentation, sequence)
+        seg = segmenter or make_segmenter(cfg.segmentation, sequence, reconstruction=recon)
         objs, stats = build_objects(sequence, keyframes, seg, room_map, keyframe_room, cfg.objects, report)
         save_objects(tmp, objs)
         state["objects"] = objs
-        return {"segmenter": getattr(seg, "name", type(seg).__name__), **stats}
+        seg_stats = getattr(seg, "stats", None)
+        extra = {"map": seg_stats} if isinstance(seg_stats, dict) else {}
+        return {"segmenter": getattr(seg, "name", type(seg).__name__), **stats, **extra}
 
     def objects_load(path: Path) -> dict[str, Any]:
         state["objects"] = load_objects(path)

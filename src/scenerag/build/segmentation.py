@@ -3,7 +3,8 @@
 Contract: a :class:`Segmenter` turns one ``RGBDFrame`` into a list of :class:`Mask2D` (boolean mask,
 open-vocabulary label, kind ``object`` or ``functional``, score, free attributes such as ``color``).
 Implementations: :class:`OracleSegmenter` (ground-truth instance/class images of a synthetic sequence:
-the offline perception used for measurement), :class:`VisionEndpointSegmenter` (an OpenAI-compatible VLM
+the offline perception used for measurement), ``GeometricSegmenter`` (``scenerag.build.geometric``:
+class-agnostic instances from the fused depth map, no model, no labels), :class:`VisionEndpointSegmenter` (an OpenAI-compatible VLM
 lists labelled boxes; each box becomes the depth-continuous region around its centre, or a SAM mask when
 SAM weights are given) and :class:`GroundedSamSegmenter` (Grounding-DINO boxes + SAM masks from local
 weight folders via ``transformers``). Model packages are imported lazily; nothing is downloaded.
@@ -32,13 +33,17 @@ DEFAULT_STRUCTURE_LABELS: tuple[str, ...] = ("door", "stairs")
 
 @dataclass
 class Mask2D:
-    """One segment of one frame: ``mask`` (H, W) bool, ``label``, ``kind`` and ``score`` in [0, 1]."""
+    """One segment of one frame: ``mask`` (H, W) bool, ``label``, ``kind`` and ``score`` in [0, 1].
+
+    ``instance`` is set by segmenters that already know which segments of different frames are one
+    object (the geometric segmenter's map instances); 3D merging then follows it instead of matching."""
 
     mask: np.ndarray
     label: str
     kind: str = KIND_OBJECT
     score: float = 1.0
     attributes: dict[str, str | float | bool] = field(default_factory=dict)
+    instance: int | None = None
 
     @property
     def area(self) -> int:
@@ -65,6 +70,20 @@ class Segmenter(Protocol):
 def normalize_label(label: str) -> str:
     """Lower-case, single-spaced label with underscores as spaces (``Coffee_Table`` -> ``coffee table``)."""
     return " ".join(label.replace("_", " ").lower().split())
+
+
+def vocabulary_label(phrase: str, vocabulary: Sequence[str]) -> str:
+    """The vocabulary label a detector phrase stands for: the phrase itself when it is one, else the
+    longest label whose words all occur in it (Grounding-DINO phrases can run several prompt labels
+    together, with ``[SEP]`` tokens), else the cleaned phrase (``object`` when nothing is left)."""
+    text = normalize_label(phrase.replace("[SEP]", " ").replace("[sep]", " ").replace(".", " "))
+    if text in vocabulary:
+        return text
+    words = set(text.split())
+    fits = [v for v in vocabulary if v and set(v.split()) <= words]
+    if fits:
+        return max(fits, key=lambda v: (len(v.split()), -vocabulary.index(v)))
+    return text or "object"
 
 
 # -- oracle ---------------------------------------------------------------------------------------------
@@ -349,7 +368,8 @@ class GroundedSamSegmenter:
             target_sizes=[image.size[::-1]],
         )[0]
         boxes = result["boxes"].cpu().numpy().tolist()
-        names = result.get("text_labels", result.get("labels"))
+        # ``text_labels`` (transformers >= 4.51); older versions put the phrases in ``labels``.
+        names = result["text_labels"] if "text_labels" in result else result["labels"]
         scores = result["scores"].cpu().numpy().tolist()
         out = []
         for _box, name, score, mask in zip(
@@ -357,15 +377,25 @@ class GroundedSamSegmenter:
         ):
             if mask.sum() < self.min_pixels:
                 continue
-            label = normalize_label(str(name)) or "object"
+            label = vocabulary_label(str(name), self.labels)
             kind = KIND_FUNCTIONAL if label in self.functional else KIND_OBJECT
             out.append(Mask2D(mask, label, kind, float(score)))
         return out
 
 
-def make_segmenter(config: SegmentationConfig, sequence: RGBDSequence | None = None) -> Segmenter:
-    """The segmenter named by ``config.segmenter`` with ``config.options``."""
+def make_segmenter(
+    config: SegmentationConfig, sequence: RGBDSequence | None = None, *, reconstruction: Any | None = None
+) -> Segmenter:
+    """The segmenter named by ``config.segmenter`` with ``config.options`` (``reconstruction``, the
+    build's scan, lets the geometric segmenter reuse the fused map)."""
     options = dict(config.options)
+    if config.segmenter == "geometric":
+        from scenerag.build.geometric import GeometricSegmenter
+
+        if sequence is None and reconstruction is None:
+            raise BuildError("segmentation", "the geometric segmenter needs the sequence or its scan")
+        options.setdefault("min_pixels", config.min_mask_pixels)
+        return GeometricSegmenter(sequence, reconstruction=reconstruction, **options)
     if config.segmenter == "oracle":
         if sequence is None:
             raise BuildError("segmentation", "the oracle segmenter needs the sequence (ground truth)")
@@ -398,4 +428,5 @@ __all__ = [
     "box_to_mask",
     "make_segmenter",
     "normalize_label",
+    "vocabulary_label",
 ]
