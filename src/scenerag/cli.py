@@ -6,8 +6,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,18 +40,31 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
-    """Turn scenerag and OS errors into one readable line and a non-zero exit."""
+def _errors(on_interrupt: Callable[[], str] | None = None) -> Iterator[None]:
+    """Turn scenerag and OS errors into one readable line and a non-zero exit; Ctrl-C ends it with
+    "interrupted" and status 130. With ``on_interrupt`` (long database work: load, cypher), SIGINT, SIGTERM
+    and SIGHUP raise ``Interrupted`` inside the block, a running embedded query is terminated at once,
+    cleanup runs, and the line adds ``on_interrupt()``'s account of the data; status 128 + the signal
+    number (130, 143, 129)."""
+    from scenerag.interrupts import handle_signals
+
     try:
-        yield
+        with handle_signals() if on_interrupt is not None else nullcontext():
+            yield
     except typer.Exit:
         raise
     except SceneRagError as exc:
         _fail(str(exc).replace("\n", " | "))
     except (OSError, ValueError) as exc:
         _fail(f"{type(exc).__name__}: {exc}")
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal_name", "SIGINT")
+        detail = ""
+        if on_interrupt is not None:
+            with suppress(Exception):
+                detail = f": {on_interrupt()}"
+        err_console.print(f"[bold yellow]interrupted[/] ({name}){detail}", highlight=False, soft_wrap=True)
+        raise typer.Exit(getattr(exc, "exit_code", 130)) from None
 
 
 def _progress() -> Any:
@@ -106,9 +119,21 @@ def load(
     format: Annotated[str, typer.Option("--format", help="auto, native or hydra.")] = "auto",
 ) -> None:
     """Load a scene graph into the database, replacing what it held (atomically)."""
-    with _errors():
+    opened: dict[str, Any] = {}
+
+    def interrupted() -> str:
+        # An embedded store names its live generation: a new one means the swap had happened.
+        store = opened.get("store")
+        if store is not None and getattr(store, "generation", None) != opened["before"]:
+            return f"the load had finished: {db} holds the new graph"
+        if store is not None and getattr(store, "generation", True) is None:
+            return f"nothing was loaded into {db}"
+        return f"the previous graph in {db} is unchanged"
+
+    with _errors(interrupted):
         graph = _read(file, format)
         store = _open(db, create=True)
+        opened.update(store=store, before=getattr(store, "generation", None))
         try:
             start = time.perf_counter()
             with _progress() as update:
@@ -143,7 +168,8 @@ def cypher(
     ] = None,
 ) -> None:
     """Run a Cypher query (read-only unless --write) and print the rows."""
-    with _errors():
+    cancelled = "the query was cancelled" + ("; an uncommitted write was rolled back" if write else "")
+    with _errors(lambda: cancelled):
         params: dict[str, Any] = {}
         for item in param or []:
             name, sep, raw = item.partition("=")
@@ -604,6 +630,15 @@ def build(
     evaluate: Annotated[
         bool, typer.Option("--evaluate", help="Compare with the sequence's ground truth.")
     ] = False,
+    segmenter: Annotated[
+        str | None,
+        typer.Option(
+            "--segmenter",
+            help="Keyframe perception: oracle (a synthetic sequence's ground truth), geometric "
+            "(class-agnostic objects from the depth map, no model), vision_endpoint or grounded_sam "
+            "(their options in --config).",
+        ),
+    ] = None,
 ) -> None:
     """Build a hierarchical KeySG scene graph (building → floors → rooms → objects → functional elements,
     keyframes) from posed RGB-D. Stages are cached in --out and resumed."""
@@ -619,6 +654,8 @@ def build(
             overrides.setdefault("description", {})["llm"] = llm
         if db is not None:
             overrides["store"] = db
+        if segmenter is not None:
+            overrides["segmentation"] = {"segmenter": segmenter}
         if overrides:
             cfg = cfg.with_overrides(overrides)
         with rich_progress("building") as update:

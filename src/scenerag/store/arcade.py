@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from scenerag import interrupts
 from scenerag.errors import StoreError
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import Node, SceneGraph
@@ -53,11 +54,17 @@ def _start_jvm() -> None:
     # chosen in ARCADEDB_JVM_ARGS (-XX:+Use...GC) wins; other GC flags there keep this default.
     if not _COLLECTOR_FLAG.search(os.environ.get("ARCADEDB_JVM_ARGS", "")):
         jvm_args.append("-XX:+UseParallelGC")
+    # -Xrs: the JVM installs no SIGINT/SIGTERM/SIGHUP/SIGQUIT handlers, so those signals stay Python's
+    # (scenerag.interrupts). Without it the JVM owns them and, with interrupt=False, JPype forwards them
+    # into Python from the JVM's signal thread without the GIL: SIGTERM (and SIGINT whenever Python's
+    # handler for it is SIG_DFL/SIG_IGN) crashed the process with SIGSEGV in PyObject_RichCompare and an
+    # hs_err_pid*.log. Side effect: no thread dump on SIGQUIT.
+    jvm_args.append("-Xrs")
     saved = os.dup(2)
     with tempfile.TemporaryFile() as err:
         os.dup2(err.fileno(), 2)
         try:
-            start_jvm(heap_size=heap, jvm_args=jvm_args)
+            start_jvm(heap_size=heap, jvm_args=jvm_args, interrupt=False)
         except Exception as exc:
             os.dup2(saved, 2)
             err.seek(0)
@@ -133,6 +140,53 @@ def _edge_columns(
                 )
             )
     return out
+
+
+class _RunningQuery:
+    """An ArcadeDB ``RunningQuery`` bound to the calling thread while a query runs, so that another thread
+    can ``terminate()`` it: the engine checks it where it checks the command timeout and fails the query
+    with ``QueryTerminatedException``. A no-op where the engine lacks the API."""
+
+    def __init__(self, text: str) -> None:
+        self._query: Any = None
+        self._binding: Any = None
+        self._text = text
+
+    def __enter__(self) -> _RunningQuery:
+        with contextlib.suppress(Exception):
+            query = _query_registry().register("scenerag", None, "embedded", None, None, _no_client())
+            query.setStatement("opencypher", self._text)
+            self._binding = query.bind()
+            self._query = query
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        query, binding, self._query, self._binding = self._query, self._binding, None, None
+        with contextlib.suppress(Exception):
+            if binding is not None:
+                binding.close()
+        with contextlib.suppress(Exception):
+            if query is not None:
+                query.close()
+
+    def terminate(self, reason: str = "interrupted") -> None:
+        query = self._query
+        if query is not None:
+            query.terminate(reason)
+
+
+@functools.cache
+def _query_registry() -> Any:
+    import jpype
+
+    return jpype.JClass("com.arcadedb.query.RunningQueryRegistry")()
+
+
+@functools.cache
+def _no_client() -> Any:
+    import jpype
+
+    return jpype.JClass("com.arcadedb.query.RunningQuery$Client").NONE
 
 
 def _gen_index(name: str) -> int:
@@ -250,17 +304,19 @@ class ArcadeStore(CypherStore):
             ) from exc
         finally:
             worker.shutdown(wait=False, cancel_futures=True)
-        # Swap: the rename is the commit point.
-        tmp = self.root / f"{CURRENT}.tmp"
-        tmp.write_text(name)
-        os.replace(tmp, self.root / CURRENT)
-        old_db, old_gen = self._db, self._gen
-        self._db, self._gen, self._dirty = db, name, False
-        if old_db is not None:
-            with contextlib.suppress(Exception):
-                old_db.close()
-        if old_gen:
-            shutil.rmtree(self.root / old_gen, ignore_errors=True)
+        # Swap: the rename is the commit point. A signal from here on is raised once the swap is complete
+        # (``generation`` then names the new graph).
+        with interrupts.critical():
+            tmp = self.root / f"{CURRENT}.tmp"
+            tmp.write_text(name)
+            os.replace(tmp, self.root / CURRENT)
+            old_db, old_gen = self._db, self._gen
+            self._db, self._gen, self._dirty = db, name, False
+            if old_db is not None:
+                with contextlib.suppress(Exception):
+                    old_db.close()
+            if old_gen:
+                shutil.rmtree(self.root / old_gen, ignore_errors=True)
 
     def _bulk_load(
         self, db: Any, graph: SceneGraph, progress: ProgressFn | None, worker: ThreadPoolExecutor
@@ -371,20 +427,23 @@ class ArcadeStore(CypherStore):
         gc = jpype.JClass("com.arcadedb.GlobalConfiguration")
         config.setValue(gc.COMMAND_TIMEOUT, int(timeout_s * 1000))
         args = (dict(params),) if params else ()
+        running = _RunningQuery(cypher)
         try:
-            if write:
-                with db.transaction():
-                    rs = db.command("opencypher", cypher, *args)
+            with running, interrupts.cancel_on_signal(running.terminate):
+                if write:
+                    with db.transaction():
+                        rs = db.command("opencypher", cypher, *args)
+                        rows, truncated = self._read_rows(rs, max_rows)
+                    self._dirty = True
+                    with contextlib.suppress(OSError):  # a cached schema is stale once the graph changed
+                        (self.root / (self._gen or "") / "schema.json").unlink()
+                else:
+                    rs = db.query("opencypher", cypher, *args)
                     rows, truncated = self._read_rows(rs, max_rows)
-                self._dirty = True
-                with contextlib.suppress(OSError):  # a cached schema is stale once the graph changed
-                    (self.root / (self._gen or "") / "schema.json").unlink()
-            else:
-                rs = db.query("opencypher", cypher, *args)
-                rows, truncated = self._read_rows(rs, max_rows)
         except QueryError:
             raise
         except Exception as exc:
+            interrupts.raise_if_interrupted()  # terminated by a signal: report the interruption
             message = str(exc)
             if "QueryNotIdempotent" in message or "not idempotent" in message:
                 raise QueryError(
