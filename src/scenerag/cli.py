@@ -253,7 +253,8 @@ def _print_run(result: Any, as_json: bool, label: str) -> None:
         status = f"{tool.rows} row(s)" if tool.ok else f"[red]{(tool.error or '').splitlines()[0]}[/]"
         console.print(f"[dim]query {i}:[/] {tool.input}\n  -> {status}", highlight=False, soft_wrap=True)
     if result.answer is not None:
-        console.print(f"[bold green]{label}:[/] {result.answer}", highlight=False)
+        found = " [dim](not found in the graph)[/]" if result.context.get("not_found") else ""
+        console.print(f"[bold green]{label}:[/] {result.answer}{found}", highlight=False)
     u = result.usage
     console.print(
         f"[dim]{result.method} · {result.llm_calls} LLM call(s) · {result.tool_calls} query(ies) · "
@@ -272,12 +273,20 @@ RunJsonOption = Annotated[bool, typer.Option("--json", help="Print the whole run
 
 
 def _run_agent(
-    text: str, task: str, db: str, llm: str | None, mode: str, schema: bool, budget: int, as_json: bool
+    text: str,
+    task: str,
+    db: str,
+    llm: str | None,
+    mode: str,
+    schema: bool,
+    budget: int,
+    as_json: bool,
+    answer_type: str | None = None,
 ) -> None:
     with _errors():
         agent, store = _agent(db, llm, mode, schema, budget)
         try:
-            result = agent.run(text, task=task)
+            result = agent.run(text, task=task, answer_type=answer_type)
         finally:
             store.close()
         _print_run(result, as_json, "answer" if task == "qa" else "goal")
@@ -292,11 +301,18 @@ def ask(
     llm: LlmOption = None,
     mode: ModeOption = "agentic",
     schema: SchemaOption = True,
-    max_tool_calls: ToolBudgetOption = 5,
+    max_tool_calls: ToolBudgetOption = 3,
     as_json: RunJsonOption = False,
+    answer_type: Annotated[
+        str | None,
+        typer.Option("--answer-type", help="Expected SLDP form: set, list, dict, point, number or string."),
+    ] = None,
 ) -> None:
-    """Answer a question: an LLM writes read-only Cypher against the database; the answer is in SLDP."""
-    _run_agent(question, "qa", db, llm, mode, schema, max_tool_calls, as_json)
+    """Answer a question: an LLM writes read-only Cypher against the database; the answer is in SLDP
+    (``<>``: nothing in the graph matches)."""
+    if answer_type is not None and answer_type not in ("set", "list", "dict", "point", "number", "string"):
+        _fail(f"--answer-type {answer_type!r}: use set, list, dict, point, number or string")
+    _run_agent(question, "qa", db, llm, mode, schema, max_tool_calls, as_json, answer_type)
 
 
 @app.command()
@@ -306,7 +322,7 @@ def ground(
     llm: LlmOption = None,
     mode: ModeOption = "agentic",
     schema: SchemaOption = True,
-    max_tool_calls: ToolBudgetOption = 5,
+    max_tool_calls: ToolBudgetOption = 3,
     as_json: RunJsonOption = False,
 ) -> None:
     """Ground an instruction to a PDDL goal whose symbols all exist in the database."""

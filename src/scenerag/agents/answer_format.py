@@ -32,12 +32,16 @@ NOT_FOUND = "<>"
 
 _AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stdev|percentile\w*)\s*\(", re.I)
 _LIMIT1 = re.compile(r"\bLIMIT\s+1\b", re.I)
-_ORDER_WORDS = re.compile(r"\b(order|ordered|sorted|sort|rank|ranked|ascending|descending|in sequence)\b", re.I)
+_ORDER_WORDS = re.compile(
+    r"\b(order|ordered|sorted|sort|rank|ranked|ascending|descending|in sequence)\b", re.I
+)
 
 
 def _is_point(v: Any) -> bool:
-    return isinstance(v, dict) and {"x", "y"} <= set(v) and all(
-        isinstance(v[k], (int, float)) for k in ("x", "y")
+    return (
+        isinstance(v, dict)
+        and {"x", "y"} <= set(v)
+        and all(isinstance(v[k], (int, float)) for k in ("x", "y"))
     )
 
 
@@ -77,9 +81,13 @@ def _flatten(cells: Sequence[Any]) -> list[Any]:
 def _pick_column(columns: list[str], rows: list[dict[str, Any]], want: str | None) -> str:
     """The column that carries the answer: a point column for positions, a numeric one for numbers, else
     the first column holding node symbols, else the first."""
+
     def col_is(pred: Any) -> list[str]:
-        return [c for c in columns if any(pred(r.get(c)) for r in rows) and all(
-            r.get(c) is None or pred(r.get(c)) for r in rows)]
+        return [
+            c
+            for c in columns
+            if any(pred(r.get(c)) for r in rows) and all(r.get(c) is None or pred(r.get(c)) for r in rows)
+        ]
 
     if want == "point":
         pts = col_is(_is_point)
@@ -118,8 +126,12 @@ def format_rows(
         wants_position = re.search(r"\b(where|position|location|coordinates?)\b", question, re.I)
         if not wants_position:
             return _as_set_or_list(columns, rows, None, question, query)
-    col = _pick_column(columns, rows, answer_type or ("point" if re.search(
-        r"\b(where|position|location|coordinates?)\b", question, re.I) else None))
+    col = _pick_column(
+        columns,
+        rows,
+        answer_type
+        or ("point" if re.search(r"\b(where|position|location|coordinates?)\b", question, re.I) else None),
+    )
     cells = [r.get(col) for r in rows]
     if answer_type in ("number", "string", "point") or (answer_type is None and single and len(rows) == 1):
         if answer_type == "number" and len(rows) > 1 and not all(isinstance(c, (int, float)) for c in cells):

@@ -21,9 +21,9 @@ from scenerag.agents.tool_agent import (
     answer_with_corrections,
     default_answer_problems,
 )
-from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
+from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.llm.base import ChatModel, LLMError, Message, ToolSpec
 
 

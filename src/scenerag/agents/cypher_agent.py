@@ -164,7 +164,9 @@ class CypherAgent:
     def system_prompt(self, task: Task) -> str:
         """The static part (cached by local models): intro, schema, rules."""
         schema = (
-            prompts.schema_block(self.store.schema()) if self.config.with_schema else prompts.no_schema_block()
+            prompts.schema_block(self.store.schema())
+            if self.config.with_schema
+            else prompts.no_schema_block()
         )
         if task == "pddl":
             return "\n\n".join(
@@ -179,7 +181,11 @@ class CypherAgent:
         return "\n\n".join([_QA_INTRO, schema, _QA_RULES])
 
     def user_prompt(
-        self, question: str, task: Task, links: Sequence[Link], examples: Sequence[CypherExample],
+        self,
+        question: str,
+        task: Task,
+        links: Sequence[Link],
+        examples: Sequence[CypherExample],
         answer_type: str | None = None,
     ) -> str:
         parts = []
@@ -191,7 +197,9 @@ class CypherAgent:
             parts.append(f"Instruction: {question}")
         else:
             hint = prompts.SLDP_TYPE_HINTS.get(answer_type or "", "")
-            parts.append(f"Q: {question}" + (f"\n({hint})" if hint and answer_type in ("dict", "list") else ""))
+            parts.append(
+                f"Q: {question}" + (f"\n({hint})" if hint and answer_type in ("dict", "list") else "")
+            )
         return "\n\n".join(parts)
 
     # -- run --------------------------------------------------------------------------------------------
@@ -226,9 +234,7 @@ class CypherAgent:
         return 1 if self.config.mode == "feedforward" else max(1, self.config.max_tool_calls)
 
     def _generate(self, state: RunState, task: Task) -> _Draft:
-        resp = self.model.chat(
-            state.messages, max_tokens=self.config.max_reply_tokens, stop=list(_STOP)
-        )
+        resp = self.model.chat(state.messages, max_tokens=self.config.max_reply_tokens, stop=list(_STOP))
         state.add_usage(resp.usage)
         text = resp.message.content
         state.messages.append(Message.assistant(text.strip()))
@@ -296,11 +302,20 @@ class CypherAgent:
                 break
             unused = unused_links(draft.cypher, links) if attempt == 0 else []
             if unused and self._retry(
-                state, attempt, "The question mentions " + "; ".join(link.describe() for link in unused)
-                + ", but the query does not use it."
+                state,
+                attempt,
+                "The question mentions "
+                + "; ".join(link.describe() for link in unused)
+                + ", but the query does not use it.",
             ):
-                state.result.tools.append(ToolRecord("cypher_query", draft.cypher, False, error="ignores " + ", ".join(
-                    link.mention for link in unused)))
+                state.result.tools.append(
+                    ToolRecord(
+                        "cypher_query",
+                        draft.cypher,
+                        False,
+                        error="ignores " + ", ".join(link.mention for link in unused),
+                    )
+                )
                 continue
             result, problem = self._execute(state, draft.cypher)
             if result is None:
@@ -380,7 +395,9 @@ class CypherAgent:
                         continue
                     break
                 for col in result.columns:
-                    bindings[col.split(".")[-1]] = [str(r.get(col)) for r in result.rows if r.get(col) is not None]
+                    bindings[col.split(".")[-1]] = [
+                        str(r.get(col)) for r in result.rows if r.get(col) is not None
+                    ]
                     bindings[col] = bindings[col.split(".")[-1]]
             try:
                 sketch = resolve_sketch(draft.goal, self.domain, classes=self._classes, bindings=bindings)
@@ -481,4 +498,3 @@ def _symbols(rows: Sequence[dict[str, Any]]) -> list[str]:
     for row in rows:
         walk(row)
     return list(out)
-

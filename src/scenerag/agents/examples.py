@@ -75,10 +75,14 @@ class GraphRoles:
         roles = cls()
         roles.leaf = ont.OBJECT if ont.OBJECT in labels else (chains[0][-1] if chains else None)
         roles.region = ont.ROOM if ont.ROOM in labels else (chains[0][0] if chains else None)
-        between = [c for ch in chains if roles.region in ch and roles.leaf in ch
-                   for c in ch[ch.index(roles.region) + 1 : ch.index(roles.leaf)]]
+        between = [
+            c
+            for ch in chains
+            if roles.region in ch and roles.leaf in ch
+            for c in ch[ch.index(roles.region) + 1 : ch.index(roles.leaf)]
+        ]
         roles.place = between[0] if between else None
-        for (src, rtype, dst) in schema.patterns:
+        for src, rtype, dst in schema.patterns:
             if rtype.endswith("_CONNECTED") and src == dst == roles.region:
                 roles.region_link = rtype
             if rtype.endswith("_CONNECTED") and src == dst == roles.place:
@@ -142,7 +146,9 @@ def _plural(word: str) -> str:
     return word + "s"
 
 
-_MASS_NOUNS = frozenset({"food", "trash", "furniture", "clothes", "equipment", "flora", "lighting", "storage"})
+_MASS_NOUNS = frozenset(
+    {"food", "trash", "furniture", "clothes", "equipment", "flora", "lighting", "storage"}
+)
 
 
 def _pick(items: Sequence[Any], i: int, default: Any) -> Any:
@@ -155,143 +161,208 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     if not roles.leaf:
         return []
     v = _values(store, roles)
-    O, R, P = roles.leaf, roles.region, roles.place  # noqa: N806 - label roles
+    OB, R, P = roles.leaf, roles.region, roles.place
     c1, c2, c3 = _pick(v.classes, 0, "chair"), _pick(v.classes, 1, "table"), _pick(v.classes, 2, "lamp")
     cs = v.singleton_class or c3
     o1, _, p1 = _pick(v.leaves, 3, ("O1", c1, (0.0, 0.0, 0.0)))
     o2, _, _ = _pick(v.leaves, 11, ("O2", c2, (1.0, 0.0, 0.0)))
     x, y, z = (round(t + d, 1) for t, d in zip(p1, (0.6, -0.4, 0.2), strict=True))
     ex: list[tuple[str, str]] = [
-        (f"How many {O.lower()}s are there?", f"MATCH (o:{O}) RETURN count(o)"),
-        (f"How many {_plural(c1)} are there?", f"MATCH (o:{O} {{class: '{c1}'}}) RETURN count(o)"),
-        (f"List all the {_plural(c2)}.", f"MATCH (o:{O} {{class: '{c2}'}}) RETURN o.nodeSymbol"),
-        (f"Is there a {cs}? Which one?", f"MATCH (o:{O} {{class: '{cs}'}}) RETURN o.nodeSymbol"),
-        (f"What kinds of {O.lower()}s are there?", f"MATCH (o:{O}) RETURN DISTINCT o.class"),
-        (f"How many {O.lower()}s of each class are there?",
-         f"MATCH (o:{O}) RETURN o.class, count(o)"),
-        (f"What is {o1}?", f"MATCH (o:{O} {{nodeSymbol: '{o1}'}}) RETURN o.class"),
-        (f"Where is {o2}?", f"MATCH (o:{O} {{nodeSymbol: '{o2}'}}) RETURN o.center"),
-        (f"Where are the {_plural(c3)}?", f"MATCH (o:{O} {{class: '{c3}'}}) RETURN o.center"),
-        (f"What is the average height of the {_plural(c1)}?",
-         f"MATCH (o:{O} {{class: '{c1}'}}) RETURN avg(o.center.z)"),
-        (f"How far is {o1} from {o2}?",
-         f"MATCH (a:{O} {{nodeSymbol: '{o1}'}}), (b:{O} {{nodeSymbol: '{o2}'}}) "
-         "RETURN point.distance(a.center, b.center)"),
-        (f"Which {O.lower()} is closest to {o1}?",
-         f"MATCH (a:{O} {{nodeSymbol: '{o1}'}}), (b:{O}) WHERE b <> a "
-         "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1"),
-        (f"Which {c2} is nearest to the {cs}?",
-         f"MATCH (a:{O} {{class: '{cs}'}}), (b:{O} {{class: '{c2}'}}) "
-         "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1"),
-        (f"Which {c1} is farthest from the origin?",
-         f"MATCH (o:{O} {{class: '{c1}'}}) RETURN o.nodeSymbol "
-         "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1"),
-        (f"Which {O.lower()}s are within 3 meters of {o2}?",
-         f"MATCH (a:{O} {{nodeSymbol: '{o2}'}}), (b:{O}) WHERE b <> a AND "
-         "point.distance(a.center, b.center) < 3 RETURN b.nodeSymbol"),
-        (f"Which {O.lower()}s are within 4 m of x: {x}, y: {y}, z: {z}?",
-         f"MATCH (o:{O}) WHERE point.distance(o.center, point({{x: {x}, y: {y}, z: {z}}})) < 4 "
-         "RETURN o.nodeSymbol"),
-        (f"How many {_plural(c2)} are near the {cs}, within 5 meters?",
-         f"MATCH (a:{O} {{class: '{cs}'}}), (b:{O} {{class: '{c2}'}}) WHERE "
-         "point.distance(a.center, b.center) < 5 RETURN count(DISTINCT b)"),
+        (f"How many {OB.lower()}s are there?", f"MATCH (o:{OB}) RETURN count(o)"),
+        (f"How many {_plural(c1)} are there?", f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN count(o)"),
+        (f"List all the {_plural(c2)}.", f"MATCH (o:{OB} {{class: '{c2}'}}) RETURN o.nodeSymbol"),
+        (f"Is there a {cs}? Which one?", f"MATCH (o:{OB} {{class: '{cs}'}}) RETURN o.nodeSymbol"),
+        (f"What kinds of {OB.lower()}s are there?", f"MATCH (o:{OB}) RETURN DISTINCT o.class"),
+        (f"How many {OB.lower()}s of each class are there?", f"MATCH (o:{OB}) RETURN o.class, count(o)"),
+        (f"What is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.class"),
+        (f"Where is {o2}?", f"MATCH (o:{OB} {{nodeSymbol: '{o2}'}}) RETURN o.center"),
+        (f"Where are the {_plural(c3)}?", f"MATCH (o:{OB} {{class: '{c3}'}}) RETURN o.center"),
+        (
+            f"What is the average height of the {_plural(c1)}?",
+            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN avg(o.center.z)",
+        ),
+        (
+            f"How far is {o1} from {o2}?",
+            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB} {{nodeSymbol: '{o2}'}}) "
+            "RETURN point.distance(a.center, b.center)",
+        ),
+        (
+            f"Which {OB.lower()} is closest to {o1}?",
+            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b <> a "
+            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
+        ),
+        (
+            f"Which {c2} is nearest to the {cs}?",
+            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c2}'}}) "
+            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
+        ),
+        (
+            f"Which {c1} is farthest from the origin?",
+            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol "
+            "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1",
+        ),
+        (
+            f"Which {OB.lower()}s are within 3 meters of {o2}?",
+            f"MATCH (a:{OB} {{nodeSymbol: '{o2}'}}), (b:{OB}) WHERE b <> a AND "
+            "point.distance(a.center, b.center) < 3 RETURN b.nodeSymbol",
+        ),
+        (
+            f"Which {OB.lower()}s are within 4 m of x: {x}, y: {y}, z: {z}?",
+            f"MATCH (o:{OB}) WHERE point.distance(o.center, point({{x: {x}, y: {y}, z: {z}}})) < 4 "
+            "RETURN o.nodeSymbol",
+        ),
+        (
+            f"How many {_plural(c2)} are near the {cs}, within 5 meters?",
+            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c2}'}}) WHERE "
+            "point.distance(a.center, b.center) < 5 RETURN count(DISTINCT b)",
+        ),
     ]
     if roles.has_bbox:
-        ex.append((f"How big is {o1}?", f"MATCH (o:{O} {{nodeSymbol: '{o1}'}}) RETURN o.bbox_dim"))
-        ex.append((f"Which is the tallest {c1}?",
-                   f"MATCH (o:{O} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1"))
+        ex.append((f"How big is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.bbox_dim"))
+        ex.append(
+            (
+                f"Which is the tallest {c1}?",
+                f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1",
+            )
+        )
     if R:
         r1, r2 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2")
         rc1 = _pick(v.region_classes, 0, None)
         rc2 = _pick(v.region_classes, 1, None)
         rl = R.lower()
-        contains = f"(r:{R})-[:CONTAINS*]->(o:{O})"
+        contains = f"(r:{R})-[:CONTAINS*]->(o:{OB})"
         ex += [
             (f"How many {rl}s are there?", f"MATCH (r:{R}) RETURN count(r)"),
-            (f"How many {O.lower()}s are in {rl} {r1}?",
-             f"MATCH (r:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(o:{O}) RETURN count(DISTINCT o)"),
-            (f"Which {_plural(c1)} are in {r2}?",
-             f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{O} {{class: '{c1}'}}) "
-             "RETURN DISTINCT o.nodeSymbol"),
-            (f"Which {rl} is {o2} in?",
-             f"MATCH (r:{R})-[:CONTAINS*]->(o:{O} {{nodeSymbol: '{o2}'}}) RETURN DISTINCT r.nodeSymbol"),
-            (f"In which {rl} is the {cs}?",
-             f"MATCH (r:{R})-[:CONTAINS*]->(o:{O} {{class: '{cs}'}}) RETURN DISTINCT r.nodeSymbol"),
-            (f"Which {rl} has the most {O.lower()}s?",
-             f"MATCH {contains} WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol"),
-            (f"Which two {rl}s have the fewest {O.lower()}s?",
-             f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{O}) WITH r, count(DISTINCT o) AS n "
-             "ORDER BY n ASC LIMIT 2 RETURN r.nodeSymbol"),
-            (f"Which {rl} has the most {_plural(c2)}?",
-             f"MATCH (r:{R})-[:CONTAINS*]->(o:{O} {{class: '{c2}'}}) WITH r, count(DISTINCT o) AS n "
-             "ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol"),
-            (f"How many {O.lower()}s does each {rl} have?",
-             f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{O}) RETURN r.nodeSymbol, count(DISTINCT o)"),
-            (f"Which {rl}s have no {c3}?",
-             f"MATCH (r:{R}) WHERE NOT EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{O} {{class: '{c3}'}}) }} "
-             "RETURN r.nodeSymbol"),
-            (f"Which {rl}s contain both a {c1} and a {c2}?",
-             f"MATCH (r:{R}) WHERE EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{O} {{class: '{c1}'}}) }} AND "
-             f"EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{O} {{class: '{c2}'}}) }} RETURN r.nodeSymbol"),
-            (f"Which {rl}s have more {O.lower()}s than average?",
-             f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{O}) WITH r, count(DISTINCT o) AS n "
-             "WITH collect({s: r.nodeSymbol, n: n}) AS rows, avg(n) AS mean UNWIND rows AS row "
-             "WITH row, mean WHERE row.n > mean RETURN row.s"),
-            (f"Which {O.lower()}s are in the same {rl} as {o1}?",
-             f"MATCH (r:{R})-[:CONTAINS*]->(a:{O} {{nodeSymbol: '{o1}'}}), (r)-[:CONTAINS*]->(b:{O}) "
-             "WHERE b <> a RETURN DISTINCT b.nodeSymbol"),
+            (
+                f"How many {OB.lower()}s are in {rl} {r1}?",
+                f"MATCH (r:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(o:{OB}) RETURN count(DISTINCT o)",
+            ),
+            (
+                f"Which {_plural(c1)} are in {r2}?",
+                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) "
+                "RETURN DISTINCT o.nodeSymbol",
+            ),
+            (
+                f"Which {rl} is {o2} in?",
+                f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN DISTINCT r.nodeSymbol",
+            ),
+            (
+                f"In which {rl} is the {cs}?",
+                f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{cs}'}}) RETURN DISTINCT r.nodeSymbol",
+            ),
+            (
+                f"Which {rl} has the most {OB.lower()}s?",
+                f"MATCH {contains} WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol",
+            ),
+            (
+                f"Which two {rl}s have the fewest {OB.lower()}s?",
+                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB}) WITH r, count(DISTINCT o) AS n "
+                "ORDER BY n ASC LIMIT 2 RETURN r.nodeSymbol",
+            ),
+            (
+                f"Which {rl} has the most {_plural(c2)}?",
+                f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c2}'}}) WITH r, count(DISTINCT o) AS n "
+                "ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol",
+            ),
+            (
+                f"How many {OB.lower()}s does each {rl} have?",
+                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB}) RETURN r.nodeSymbol, count(DISTINCT o)",
+            ),
+            (
+                f"Which {rl}s have no {c3}?",
+                f"MATCH (r:{R}) WHERE NOT EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c3}'}}) }} "
+                "RETURN r.nodeSymbol",
+            ),
+            (
+                f"Which {rl}s contain both a {c1} and a {c2}?",
+                f"MATCH (r:{R}) WHERE EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c1}'}}) }} AND "
+                f"EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c2}'}}) }} RETURN r.nodeSymbol",
+            ),
+            (
+                f"Which {rl}s have more {OB.lower()}s than average?",
+                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB}) WITH r, count(DISTINCT o) AS n "
+                "WITH collect({s: r.nodeSymbol, n: n}) AS rows, avg(n) AS mean UNWIND rows AS row "
+                "WITH row, mean WHERE row.n > mean RETURN row.s",
+            ),
+            (
+                f"Which {OB.lower()}s are in the same {rl} as {o1}?",
+                f"MATCH (r:{R})-[:CONTAINS*]->(a:{OB} {{nodeSymbol: '{o1}'}}), (r)-[:CONTAINS*]->(b:{OB}) "
+                "WHERE b <> a RETURN DISTINCT b.nodeSymbol",
+            ),
             (f"What is the center of {rl} {r2}?", f"MATCH (r:{R} {{nodeSymbol: '{r2}'}}) RETURN r.center"),
         ]
         if rc1:
             ex += [
-                (f"What is in the {rc1}?",
-                 f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{O}) RETURN DISTINCT o.nodeSymbol"),
-                (f"Which {_plural(c2)} are in the {rc1}?",
-                 f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{O} {{class: '{c2}'}}) "
-                 "RETURN DISTINCT o.nodeSymbol"),
-                (f"How many {_plural(c1)} are in the {_plural(rc2 or rc1)}?",
-                 f"MATCH (r:{R} {{class: '{rc2 or rc1}'}})-[:CONTAINS*]->(o:{O} {{class: '{c1}'}}) "
-                 "RETURN count(DISTINCT o)"),
-                (f"What kinds of things are in the {rc1}?",
-                 f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{O}) RETURN DISTINCT o.class"),
-                (f"Which {rl}s are {_plural(rc2 or rc1)}?",
-                 f"MATCH (r:{R} {{class: '{rc2 or rc1}'}}) RETURN r.nodeSymbol"),
+                (
+                    f"What is in the {rc1}?",
+                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.nodeSymbol",
+                ),
+                (
+                    f"Which {_plural(c2)} are in the {rc1}?",
+                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c2}'}}) "
+                    "RETURN DISTINCT o.nodeSymbol",
+                ),
+                (
+                    f"How many {_plural(c1)} are in the {_plural(rc2 or rc1)}?",
+                    f"MATCH (r:{R} {{class: '{rc2 or rc1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) "
+                    "RETURN count(DISTINCT o)",
+                ),
+                (
+                    f"What kinds of things are in the {rc1}?",
+                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
+                ),
+                (
+                    f"Which {rl}s are {_plural(rc2 or rc1)}?",
+                    f"MATCH (r:{R} {{class: '{rc2 or rc1}'}}) RETURN r.nodeSymbol",
+                ),
             ]
         if roles.region_link:
             link = roles.region_link
             ex += [
-                (f"Which {rl}s are adjacent to {r2}?",
-                 f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}]-(b:{R}) RETURN DISTINCT b.nodeSymbol"),
-                (f"Which {rl} has the fewest neighboring {rl}s?",
-                 f"MATCH (a:{R}) OPTIONAL MATCH (a)-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n "
-                 "ORDER BY n ASC LIMIT 1 RETURN a.nodeSymbol"),
-                (f"Is {r1} connected to {r2}?",
-                 f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
-                 f"RETURN EXISTS {{ MATCH (a)-[:{link}]-(b) }}"),
+                (
+                    f"Which {rl}s are adjacent to {r2}?",
+                    f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}]-(b:{R}) RETURN DISTINCT b.nodeSymbol",
+                ),
+                (
+                    f"Which {rl} has the fewest neighboring {rl}s?",
+                    f"MATCH (a:{R}) OPTIONAL MATCH (a)-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n "
+                    "ORDER BY n ASC LIMIT 1 RETURN a.nodeSymbol",
+                ),
+                (
+                    f"Is {r1} connected to {r2}?",
+                    f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
+                    f"RETURN EXISTS {{ MATCH (a)-[:{link}]-(b) }}",
+                ),
             ]
     if P and roles.place_link:
         pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
-        ex.append((
-            f"How many {P} nodes are within 3 hops of {p0}, not counting {p0}?",
-            f"MATCH (a:{P} {{nodeSymbol: '{p0}'}})-[:{pl}*1..3]-(b:{P}) WHERE b <> a RETURN count(DISTINCT b)",
-        ))
+        ex.append(
+            (
+                f"How many {P} nodes are within 3 hops of {p0}, not counting {p0}?",
+                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}})-[:{pl}*1..3]-(b:{P}) WHERE b <> a RETURN count(DISTINCT b)",
+            )
+        )
         if roles.leaf_in_place:
-            ex.append((
-                f"How many {O.lower()}s are in {P} nodes within 4 hops of the {cs}'s {P}, other than the {cs}?",
-                f"MATCH (a:{O} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}*0..4]-(q:{P})-[:CONTAINS]->"
-                f"(o:{O}) WHERE o <> a RETURN count(DISTINCT o)",
-            ))
-            ex.append((
-                f"Which {P} is {o2} in?",
-                f"MATCH (p:{P})-[:CONTAINS]->(o:{O} {{nodeSymbol: '{o2}'}}) RETURN p.nodeSymbol",
-            ))
+            ex.append(
+                (
+                    f"How many {OB.lower()}s are in {P} nodes within 4 hops of the {cs}'s {P}, other than the {cs}?",
+                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}*0..4]-(q:{P})-[:CONTAINS]->"
+                    f"(o:{OB}) WHERE o <> a RETURN count(DISTINCT o)",
+                )
+            )
+            ex.append(
+                (
+                    f"Which {P} is {o2} in?",
+                    f"MATCH (p:{P})-[:CONTAINS]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN p.nodeSymbol",
+                )
+            )
     out = [CypherExample(q, c) for q, c in ex]
     out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, cs=cs)
     return out
 
 
 def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[CypherExample]:
-    O, R, P = roles.leaf, roles.region, roles.place  # noqa: N806
+    OB, R, P = roles.leaf, roles.region, roles.place
     o1, o2, c1, c2, cs = n["o1"], n["o2"], n["c1"], n["c2"], n["cs"]
     num = re.sub(r"\D", "", o1) or "1"
     ex = [
@@ -302,13 +373,13 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
         CypherExample(f"Take a close look at every {c1}.", "", f"(all (safe [{c1}]))"),
         CypherExample(
             f"Go to the {c1} that is closest to the {cs}.",
-            f"MATCH (a:{O} {{class: '{cs}'}}), (b:{O} {{class: '{c1}'}}) RETURN b.nodeSymbol AS x "
+            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c1}'}}) RETURN b.nodeSymbol AS x "
             "ORDER BY point.distance(a.center, b.center) LIMIT 1",
             "(visited-object ?x)",
         ),
         CypherExample(
             f"Check the {c2} farthest from the origin.",
-            f"MATCH (o:{O} {{class: '{c2}'}}) RETURN o.nodeSymbol AS x "
+            f"MATCH (o:{OB} {{class: '{c2}'}}) RETURN o.nodeSymbol AS x "
             "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1",
             "(safe ?x)",
         ),
@@ -321,7 +392,8 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
             CypherExample(f"Go to the {rc1}.", "", f"(in-room [{rc1}])"),
             CypherExample(f"Visit all the {_plural(rc2)}.", "", f"(all (visited-room [{rc2}]))"),
             CypherExample(
-                f"Bring the {cs} to {r1} but stay out of the {rc2}.", "",
+                f"Bring the {cs} to {r1} but stay out of the {rc2}.",
+                "",
                 f"(and (holding [{cs}]) (in-room {r1}) (not (visited-room [{rc2}])))",
             ),
             CypherExample(
@@ -331,9 +403,13 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
     if P and v.places:
         p1, p2 = v.places[0], v.places[-1]
         n1, n2 = re.sub(r"\D", "", p1), re.sub(r"\D", "", p2)
-        ex.append(CypherExample(
-            f"First go to place {n1}, then to place {n2}.", "", f"(and (visited-place {p1}) (at-place {p2}))"
-        ))
+        ex.append(
+            CypherExample(
+                f"First go to place {n1}, then to place {n2}.",
+                "",
+                f"(and (visited-place {p1}) (at-place {p2}))",
+            )
+        )
     return ex
 
 
@@ -366,8 +442,9 @@ class ExampleLibrary:
             from scenerag.agents.linking import mask_question
 
             examples = [
-                CypherExample(e.question, e.cypher, e.goal, mask_question(e.question, linker.link(e.question)),
-                              e.source)
+                CypherExample(
+                    e.question, e.cypher, e.goal, mask_question(e.question, linker.link(e.question)), e.source
+                )
                 for e in examples
             ]
         return cls(examples, embedder=embedder)
@@ -384,9 +461,9 @@ class ExampleLibrary:
                 bad.append((e, str(exc)))
         return bad
 
-    def retrieve(self, question: str, k: int = 6, *, task: str = "qa", masked: str | None = None) -> list[
-        CypherExample
-    ]:
+    def retrieve(
+        self, question: str, k: int = 6, *, task: str = "qa", masked: str | None = None
+    ) -> list[CypherExample]:
         """The ``k`` examples of ``task`` most similar to ``question`` (most similar last: nearest the question
         in the prompt)."""
         pool = [i for i, e in enumerate(self.examples) if e.task == task]
@@ -402,7 +479,9 @@ class ExampleLibrary:
             scores = {i: float(np.dot(self._vectors[i], q)) for i in pool}
         else:
             qw = _words(text)
-            scores = {i: _jaccard(qw, _words(self.examples[i].masked or self.examples[i].question)) for i in pool}
+            scores = {
+                i: _jaccard(qw, _words(self.examples[i].masked or self.examples[i].question)) for i in pool
+            }
         best = sorted(pool, key=lambda i: (-scores[i], i))[:k]
         return [self.examples[i] for i in reversed(best)]
 
@@ -415,7 +494,9 @@ def load_examples(path: str | Path) -> list[CypherExample]:
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ExampleLoadError(f"{p}: cannot read examples: {exc}", hint="a YAML file with examples: [...]") from exc
+        raise ExampleLoadError(
+            f"{p}: cannot read examples: {exc}", hint="a YAML file with examples: [...]"
+        ) from exc
     items = data.get("examples") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise ExampleLoadError(f"{p}: no 'examples' list", hint="examples: [{question: ..., cypher: ...}]")
@@ -425,9 +506,14 @@ def load_examples(path: str | Path) -> list[CypherExample]:
             raise ExampleLoadError(f"{p}: examples[{i}] needs a 'question' string", hint="see the docstring")
         cypher, goal = item.get("cypher") or "", item.get("goal")
         if not cypher and goal is None:
-            raise ExampleLoadError(f"{p}: examples[{i}] needs 'cypher' (a question) or 'goal' (an instruction)")
-        out.append(CypherExample(item["question"], str(cypher), None if goal is None else str(goal), "",
-                                 f"{p.name}#{i}"))
+            raise ExampleLoadError(
+                f"{p}: examples[{i}] needs 'cypher' (a question) or 'goal' (an instruction)"
+            )
+        out.append(
+            CypherExample(
+                item["question"], str(cypher), None if goal is None else str(goal), "", f"{p.name}#{i}"
+            )
+        )
     return out
 
 

@@ -86,7 +86,9 @@ def resolve_sketch(
         if arg.startswith("?"):
             name = arg[1:]
             if name not in bindings:
-                raise SketchError(f"{arg} is not a column of the query's result (columns: {', '.join(bindings) or 'none'})")
+                raise SketchError(
+                    f"{arg} is not a column of the query's result (columns: {', '.join(bindings) or 'none'})"
+                )
             if not bindings[name]:
                 raise SketchError(f"the query returned no rows for {arg}")
             return bindings[name]
@@ -111,11 +113,17 @@ def resolve_sketch(
                 raise SketchError("(not ...) takes one expression")
             return expand(node[1], "not")
         if head in ("all", "every", "forall"):
-            return " ".join(expand(c, "all") for c in node[1:]) if len(node) == 2 else "(and " + " ".join(
-                expand(c, "all") for c in node[1:]) + ")"
+            return (
+                " ".join(expand(c, "all") for c in node[1:])
+                if len(node) == 2
+                else "(and " + " ".join(expand(c, "all") for c in node[1:]) + ")"
+            )
         if head in ("any", "some", "exists"):
-            return " ".join(expand(c, "any") for c in node[1:]) if len(node) == 2 else "(or " + " ".join(
-                expand(c, "any") for c in node[1:]) + ")"
+            return (
+                " ".join(expand(c, "any") for c in node[1:])
+                if len(node) == 2
+                else "(or " + " ".join(expand(c, "any") for c in node[1:]) + ")"
+            )
         kinds = domain.predicates.get(head)
         if kinds is None:
             raise SketchError(f"unknown predicate {head}; use one of {', '.join(sorted(domain.predicates))}")

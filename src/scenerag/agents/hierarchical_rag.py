@@ -24,8 +24,8 @@ from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.agents.tool_agent import ToolAgent, answer_with_corrections, loads_object
 from scenerag.errors import SceneRagError
-from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.graph.model import SceneGraph
+from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.llm.base import ChatModel, LLMError, Message, Usage
 from scenerag.retrieval.documents import label_text
 from scenerag.retrieval.embeddings import Embedder

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from scenerag.agents.base import RunState
-from scenerag.agents.tool_cypher_agent import ToolCallingCypherAgent, ToolCallingCypherConfig
 from scenerag.agents.cypher_tool import CYPHER_TOOL
 from scenerag.agents.result import ToolRecord
 from scenerag.agents.tool_agent import loads_object
+from scenerag.agents.tool_cypher_agent import ToolCallingCypherAgent, ToolCallingCypherConfig
 from scenerag.errors import SceneRagError
-from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
+from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.llm.base import ChatModel, ToolSpec
 from scenerag.retrieval.documents import DocumentConfig
 from scenerag.retrieval.embeddings import Embedder

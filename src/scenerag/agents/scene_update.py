@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from scenerag.agents import prompts
 from scenerag.agents.base import RunState
-from scenerag.agents.tool_cypher_agent import ToolCallingCypherAgent
 from scenerag.agents.result import AgentResult, Task
+from scenerag.agents.tool_cypher_agent import ToolCallingCypherAgent
 from scenerag.store.cypher import analyze
 
 

@@ -35,7 +35,7 @@ from scenerag.graph.model import SceneGraph
 if TYPE_CHECKING:
     from scenerag.agents.result import AgentResult
 
-Method = Literal["cypher", "context", "codegen"]
+Method = Literal["cypher", "cypher-tools", "context", "codegen"]
 
 
 class ExperimentError(SceneRagError):
@@ -189,6 +189,11 @@ def _make_agent(run: RunConfig, model: Any, store: Any, graph: SceneGraph) -> An
     if run.method == "cypher":
         cfg = CypherAgentConfig(mode=run.mode, with_schema=run.schema_, max_tool_calls=run.max_tool_calls)
         return CypherAgent(model, store, cfg)
+    if run.method == "cypher-tools":  # the seed papers' tool-calling loop, for comparison
+        from scenerag.agents import ToolCallingCypherAgent, ToolCallingCypherConfig
+
+        tcfg = ToolCallingCypherConfig(mode=run.mode, with_schema=run.schema_, max_tool_calls=run.max_tool_calls)
+        return ToolCallingCypherAgent(model, store, tcfg)
     grounder = PddlGrounder(store)
     if run.method == "context":
         return ContextWindowAgent(model, graph, ContextWindowConfig(mode=run.mode), grounder=grounder)

@@ -370,7 +370,10 @@ class LocalChatModel:
             timings = self._timings(llama)
             # the cache now holds prompt + reply: the next call continues it only if it carries this reply
             reply_text = completion["choices"][0].get("text") or ""
-            self._model.conversation = [*self._model.conversation, {"role": "assistant", "content": reply_text.strip()}]
+            self._model.conversation = [
+                *self._model.conversation,
+                {"role": "assistant", "content": reply_text.strip()},
+            ]
         choice = completion["choices"][0]
         content = choice.get("text") or ""
         finish = choice.get("finish_reason") or "stop"

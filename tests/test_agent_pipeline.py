@@ -1,0 +1,325 @@
+"""The Cypher agent's stages on the real Hydra graph in embedded ArcadeDB: entity linking, example generation
+and retrieval, static checks, rows -> SLDP, goal sketches; then the pipeline's control flow with a scripted
+model (retries on errors, empty results and ignored entities; not-found answers; PDDL sketches)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from scenerag import SceneGraph
+from scenerag.agents import CypherAgent, CypherAgentConfig
+from scenerag.agents.answer_format import NOT_FOUND, format_rows
+from scenerag.agents.cypher_agent import parse_reply, unused_links
+from scenerag.agents.cypher_check import check_cypher
+from scenerag.agents.examples import ExampleLibrary, GraphRoles, load_examples
+from scenerag.agents.goal_sketch import SketchError, resolve_sketch
+from scenerag.agents.linking import EntityLinker, mask_question
+from scenerag.lang import HERACLES_DOMAIN, goals_equivalent, sldp_equal
+from scenerag.llm import ScriptedChatModel
+from scenerag.store import CypherStore, open_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
+    s = open_store(tmp_path_factory.mktemp("pipeline") / "db")
+    s.load(hydra_graph)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def linker(store: CypherStore) -> EntityLinker:
+    return EntityLinker(store)
+
+
+def _symbols(graph: SceneGraph, cls: str, label: str = "Object") -> list[str]:
+    return sorted(n.symbol for n in graph.nodes(label) if n.class_name == cls)
+
+
+# -- linking -------------------------------------------------------------------------------------------
+def test_linker_maps_synonyms_plurals_rooms_and_symbols(
+    linker: EntityLinker, hydra_graph: SceneGraph
+) -> None:
+    links = {
+        (lk.mention, lk.label, lk.key, lk.value) for lk in linker.link("Grab a wastebin near the couches")
+    }
+    assert ("wastebin", "Object", "class", "trash") in links
+    assert ("couches", "Object", "class", "seating") in links
+    lounge = linker.link("Which signs are in the lounge?")
+    room = next(lk for lk in lounge if lk.label == "Room")
+    assert room.value == "lounge" and set(room.symbols) == set(_symbols(hydra_graph, "lounge", "Room"))
+    assert any(lk.value == "sign" and lk.how == "exact" for lk in lounge)
+    symbols = {lk.value for lk in linker.link("Go to object 79, then mesh place 59110 and O43")}
+    assert symbols == {"O79", "P59110", "O43"}
+
+
+def test_linker_ignores_things_the_graph_lacks(linker: EntityLinker) -> None:
+    assert linker.link("Where is the piano?") == []
+    assert linker.link("Go to object 999999") == []  # no such node: not linked
+
+
+def test_linker_embedding_fallback(store: CypherStore) -> None:
+    from scenerag.retrieval import make_embedder
+
+    linker = EntityLinker(store, embedder=make_embedder("minilm-numpy"))
+    found = {lk.value: lk.how for lk in linker._embedding_links(["snacks", "corridor", "door", "piano"])}
+    assert found == {"food": "embedding", "hallway": "embedding"}  # close words link, unrelated ones do not
+
+
+def test_mask_question_replaces_mentions(linker: EntityLinker) -> None:
+    q = "How many chairs are in the lounge?"
+    masked = mask_question(q, linker.link(q))
+    assert "chairs" not in masked and "lounge" not in masked and "[object class]" in masked
+
+
+# -- examples ------------------------------------------------------------------------------------------
+def test_generated_examples_run_and_use_the_graphs_values(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    roles = GraphRoles.from_schema(store.schema())
+    assert (roles.region, roles.leaf, roles.place) == ("Room", "Object", "MeshPlace")
+    assert (roles.region_link, roles.place_link, roles.leaf_in_place) == (
+        "ROOM_CONNECTED",
+        "MESH_PLACE_CONNECTED",
+        True,
+    )
+    library = ExampleLibrary.for_store(store)
+    qa = [e for e in library.examples if e.task == "qa"]
+    pddl = [e for e in library.examples if e.task == "pddl"]
+    assert len(qa) >= 35 and len(pddl) >= 8
+    assert library.validate(store) == []  # every generated query runs on this graph
+    classes = {n.class_name for n in hydra_graph.nodes("Object")}
+    assert any(c in e.cypher for e in qa for c in classes)
+
+
+def test_retrieval_finds_the_examples_shape(store: CypherStore, linker: EntityLinker) -> None:
+    library = ExampleLibrary.for_store(store, linker=linker)
+    q = "How many chairs are in the hallways?"
+    top = library.retrieve(q, 3, masked=mask_question(q, linker.link(q)))
+    assert len(top) == 3
+    assert "count" in top[-1].cypher and "CONTAINS*" in top[-1].cypher  # most similar last
+    instr = library.retrieve("Pick up the bicycle", 2, task="pddl")
+    assert all(e.goal for e in instr)
+
+
+def test_user_examples_yaml(tmp_path, store: CypherStore) -> None:
+    f = tmp_path / "ex.yaml"
+    f.write_text(
+        "examples:\n- {question: 'Which bags are there?', cypher: 'MATCH (o:Object {class: \"bag\"}) "
+        "RETURN o.nodeSymbol'}\n- {question: 'Hold the bag', goal: '(holding [bag])'}\n"
+    )
+    ex = load_examples(f)
+    assert [e.task for e in ex] == ["qa", "pddl"] and ex[0].source == "ex.yaml#0"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("examples:\n- {cypher: 'MATCH (n) RETURN n'}\n")
+    with pytest.raises(Exception, match=r"bad.yaml: examples\[0\] needs a 'question'"):
+        load_examples(bad)
+
+
+# -- static check --------------------------------------------------------------------------------------
+def test_check_rewrites_missing_one_hop_containment(store: CypherStore) -> None:
+    q = "MATCH (r:Room {class: 'lounge'})-[:CONTAINS]->(o:Object) RETURN count(o)"
+    res = check_cypher(q, store.schema())
+    assert res.ok and "-[:CONTAINS*]->" in res.query and res.rewrites
+    assert store.query(res.query).rows[0]["count(o)"] > 0
+    ok = "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object) RETURN count(o)"
+    assert check_cypher(ok, store.schema()).query == ok
+
+
+def test_check_rejects_impossible_queries(store: CypherStore) -> None:
+    schema = store.schema()
+    wrong_way = check_cypher("MATCH (o:Object)-[:CONTAINS]->(r:Room) RETURN r", schema)
+    assert not wrong_way.ok and "wrong way" in wrong_way.problems[0]
+    agg = check_cypher("MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE count(o) > 3 RETURN r", schema)
+    assert not agg.ok and "inside WHERE" in agg.problems[0]
+    unbound = check_cypher("MATCH (o:Object) RETURN r.nodeSymbol", schema)
+    assert not unbound.ok and "r is used but never bound" in unbound.problems[0]
+    never = check_cypher("MATCH (a:Room)-[:MESH_PLACE_CONNECTED]->(b:Object) RETURN a", schema)
+    assert not never.ok and "never occurs" in never.problems[0]
+    fine = "MATCH (r:Room) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:Object) WITH r, count(o) AS n WHERE n > 1 RETURN r.nodeSymbol"
+    assert check_cypher(fine, schema).ok
+
+
+# -- rows -> SLDP --------------------------------------------------------------------------------------
+def test_format_rows_shapes() -> None:
+    assert format_rows(["n"], [{"n": 5}], query="MATCH (r:Room) RETURN count(r) AS n") == "5"
+    listing = format_rows(["s"], [{"s": "O3"}, {"s": "O7"}], query="MATCH (o) RETURN o.nodeSymbol AS s")
+    assert sldp_equal(listing, "<O3, O7>")
+    one = format_rows(["s"], [{"s": "R1"}], query="... RETURN r.nodeSymbol AS s ORDER BY n LIMIT 1")
+    assert one == "R1"
+    assert format_rows(["s"], [{"s": "R3"}], query="MATCH (r) RETURN r.nodeSymbol AS s") == "<R3>"
+    assert format_rows(["s"], [{"s": "R3"}], answer_type="string") == "R3"
+    d = format_rows(
+        ["c", "n"], [{"c": "bag", "n": 1}, {"c": "box", "n": 3}], query="RETURN o.class, count(o)"
+    )
+    assert sldp_equal(d, "{bag: 1, box: 3}")
+    pts = format_rows(["p"], [{"p": {"x": 1.0, "y": 2.0, "z": 0.5}}], answer_type="set")
+    assert sldp_equal(pts, "<POINT(1 2 0.5)>")
+    two_cols = format_rows(
+        ["s", "p"],
+        [{"s": "O1", "p": {"x": 1, "y": 2, "z": 3}}, {"s": "O2", "p": {"x": 4, "y": 5, "z": 6}}],
+        question="Where are the bins?",
+    )
+    assert sldp_equal(two_cols, "<POINT(1 2 3), POINT(4 5 6)>")
+    assert format_rows(["s"], [], query="MATCH (o) RETURN o.nodeSymbol AS s") == NOT_FOUND
+    assert format_rows(["n"], [], answer_type="number", query="MATCH (o) RETURN o.x") == "0"
+    collected = format_rows(["l"], [{"l": ["O1", "O2"]}], query="RETURN collect(o.nodeSymbol) AS l")
+    assert sldp_equal(collected, "<O1, O2>")
+    assert format_rows(["a", "b", "c"], [{"a": 1, "b": 2, "c": 3}, {"a": 4, "b": 5, "c": 6}]) is None
+
+
+# -- goal sketches -------------------------------------------------------------------------------------
+def _classes(graph: SceneGraph):
+    def resolve(name: str, kind: str) -> list[str]:
+        label = {"object": "Object", "room": "Room", "place": "MeshPlace"}[kind]
+        return _symbols(graph, name, label)
+
+    return resolve
+
+
+def test_goal_sketch_expansion(hydra_graph: SceneGraph) -> None:
+    classes = _classes(hydra_graph)
+    trash = _symbols(hydra_graph, "trash")
+    goal = resolve_sketch("(holding [trash])", HERACLES_DOMAIN, classes=classes).goal
+    assert goals_equivalent(goal, "(or " + " ".join(f"(holding {s})" for s in trash) + ")")
+    halls = _symbols(hydra_graph, "hallway", "Room")
+    lounge = _symbols(hydra_graph, "lounge", "Room")
+    goal = resolve_sketch(
+        "(or (holding [bicycle]) (and (all (visited-room [hallway])) (not (visited-room [lounge]))))",
+        HERACLES_DOMAIN,
+        classes=classes,
+    ).goal
+    expected = (
+        f"(or (holding {_symbols(hydra_graph, 'bicycle')[0]}) (and "
+        + " ".join(f"(visited-room {r})" for r in halls)
+        + " "
+        + " ".join(f"(not (visited-room {r}))" for r in lounge)
+        + "))"
+    )
+    assert goals_equivalent(goal, expected)
+    bound = resolve_sketch("(safe ?x)", HERACLES_DOMAIN, classes=classes, bindings={"x": ["O59"]})
+    assert bound.goal == "(safe O59)"
+    with pytest.raises(SketchError, match="no object of class 'piano'"):
+        resolve_sketch("(holding [piano])", HERACLES_DOMAIN, classes=classes)
+    with pytest.raises(SketchError, match="unknown predicate"):
+        resolve_sketch("(fly O1)", HERACLES_DOMAIN, classes=classes)
+
+
+def test_parse_reply_forms() -> None:
+    assert parse_reply("```cypher\nMATCH (n) RETURN n\n```", "qa").cypher == "MATCH (n) RETURN n"
+    assert parse_reply("Cypher: MATCH (n) RETURN count(n);\nThis counts nodes.", "qa").cypher == (
+        "MATCH (n) RETURN count(n)"
+    )
+    d = parse_reply("Cypher: none\nGoal: (holding [bag]) because", "pddl")
+    assert (d.cypher, d.goal) == ("", "(holding [bag])")
+
+
+# -- the pipeline with a scripted model ------------------------------------------------------------------
+def _agent(store: CypherStore, replies: list[str], **cfg) -> tuple[CypherAgent, ScriptedChatModel]:
+    model = ScriptedChatModel(replies, supports_tools=False)
+    return CypherAgent(model, store, CypherAgentConfig(embedder="none", **cfg)), model
+
+
+def test_answer_without_a_second_llm_call(store: CypherStore, hydra_graph: SceneGraph) -> None:
+    agent, model = _agent(
+        store,
+        [
+            "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN DISTINCT o.nodeSymbol"
+        ],
+    )
+    result = agent.run("Which signs are in the lounge?")
+    assert result.llm_calls == 1 and result.error is None
+    lounge = _symbols(hydra_graph, "lounge", "Room")
+    expected = {
+        o.symbol
+        for r in lounge
+        for p in hydra_graph.children(r)
+        for o in hydra_graph.children(p.symbol)
+        if o.class_name == "sign"
+    }
+    assert sldp_equal(result.answer, "<" + ", ".join(sorted(expected)) + ">")
+    prompt = model.calls[0].messages[1].content
+    assert "Examples:" in prompt and "'lounge' is Room class 'lounge'" in prompt
+    assert model.calls[0].messages[0].content == agent.system_prompt("qa")  # static: its KV state is cached
+
+
+def test_failed_query_goes_back_with_the_error(store: CypherStore) -> None:
+    agent, model = _agent(store, ["MATCH (o:Object RETURN count(o)", "MATCH (o:Object) RETURN count(o)"])
+    result = agent.run("How many objects are there?")
+    assert result.answer == "65" and [t.ok for t in result.tools] == [False, True]
+    assert "failed" in model.calls[1].messages[-1].content
+
+
+def test_empty_result_with_existing_values_is_retried(store: CypherStore) -> None:
+    agent, model = _agent(
+        store,
+        [
+            "MATCH (r:Room {class: 'lounge'})<-[:CONTAINS]-(o:Object {class: 'sign'}) RETURN o.nodeSymbol",
+            "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN count(DISTINCT o)",
+        ],
+    )
+    result = agent.run("How many signs are in the lounge?")
+    assert len(result.tools) == 2 and result.answer not in (None, NOT_FOUND)
+    assert (
+        "no rows" in model.calls[1].messages[-1].content or "wrong way" in model.calls[1].messages[-1].content
+    )
+
+
+def test_absent_thing_is_not_found(store: CypherStore) -> None:
+    agent, model = _agent(store, ["MATCH (o:Object {class: 'piano'}) RETURN o.center"])
+    result = agent.run("Where is the piano?")
+    assert result.answer == NOT_FOUND and result.context.get("not_found") and len(model.calls) == 1
+
+
+def test_ignored_entity_is_pointed_out(store: CypherStore) -> None:
+    agent, model = _agent(
+        store,
+        [
+            "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol",
+            "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN DISTINCT o.nodeSymbol",
+        ],
+    )
+    result = agent.run("Which signs are in the lounge?")
+    assert (
+        "does not use it" in model.calls[1].messages[-1].content
+        and "lounge" in model.calls[1].messages[-1].content
+    )
+    assert result.tools[-1].ok and result.answer.startswith("<")
+
+
+def test_feedforward_never_retries(store: CypherStore) -> None:
+    agent, model = _agent(store, ["MATCH (o:Object RETURN o"], mode="feedforward")
+    result = agent.run("How many objects are there?")
+    assert result.answer is None and result.error and len(model.calls) == 1
+
+
+def test_pddl_sketch_is_grounded(store: CypherStore, hydra_graph: SceneGraph) -> None:
+    bike = _symbols(hydra_graph, "bicycle")[0]
+    agent, _ = _agent(store, ["Cypher: none\nGoal: (holding [bike])"])
+    result = agent.run("Pick up the bicycle.", task="pddl")
+    assert result.answer == f"(holding {bike})" and result.error is None
+    agent, _ = _agent(
+        store,
+        [
+            "Cypher: MATCH (a:Object {class: 'bicycle'}), (b:Object {class: 'box'}) RETURN b.nodeSymbol AS x "
+            "ORDER BY point.distance(a.center, b.center) LIMIT 1\nGoal: (safe ?x)"
+        ],
+    )
+    result = agent.run("Inspect the box closest to the bicycle", task="pddl")
+    assert result.answer and result.answer.startswith("(safe O") and result.error is None
+
+
+def test_pddl_unknown_class_goes_back(store: CypherStore) -> None:
+    agent, model = _agent(
+        store, ["Cypher: none\nGoal: (holding [piano])", "Cypher: none\nGoal: (holding [bag])"]
+    )
+    result = agent.run("Grab the bag", task="pddl")
+    assert "no object of class 'piano'" in model.calls[1].messages[-1].content
+    assert result.answer and result.answer.startswith("(holding O")
+
+
+def test_unused_links(linker: EntityLinker) -> None:
+    links = linker.link("Which signs are in the lounge?")
+    assert {lk.value for lk in unused_links("MATCH (o:Object {class: 'sign'}) RETURN o", links)} == {"lounge"}
