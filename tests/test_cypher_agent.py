@@ -146,7 +146,7 @@ def test_feedforward_query_then_refinement(store: CypherStore) -> None:
     assert result.answer == "5" and result.tool_calls == 1 and result.llm_calls == 2
     refine = model.calls[1].messages[-1].content
     assert "MATCH (r:Room) RETURN count(r) AS n" in refine and '{"n":5}' in refine
-    assert result.method == "cypher-feedforward-schema"
+    assert result.method == "cypher-tools-feedforward-schema"
 
 
 def test_no_schema_variant_explores(store: CypherStore) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -119,17 +118,11 @@ def test_runner_end_to_end_with_scripted_model(tmp_path: Path) -> None:
     )
     experiment = load_experiment(exp)
 
-    def act(action: str, text: str) -> str:
-        return json.dumps({"thought": "t", "action": action, "input": text})
-
-    script = [
-        act("tool", "MATCH (r:Room) RETURN count(r) AS n"),
-        act("answer", "5"),
-        act("answer", "(visited-object O3)"),
-        {"thought": "t", "cypher": "MATCH (r:Room) RETURN count(r) AS n"},
-        {"answer": "4"},
-        {"thought": "t", "cypher": "MATCH (o:Object {nodeSymbol: 'O3'}) RETURN o.nodeSymbol"},
-        {"answer": "(visited-object O3)"},
+    script = [  # the Cypher agent replies in plain text: a query, or "Cypher: ... / Goal: ..." for instructions
+        "MATCH (r:Room) RETURN count(r) AS n",
+        "Cypher: none\nGoal: (visited-object O3)",
+        "MATCH (o:Object {class: 'bag'}) RETURN count(o) AS n",
+        "Cypher: none\nGoal: (visited-object O3)",
     ]
     model = ScriptedChatModel(script, supports_tools=False)
     records = list(run_experiment(experiment, model_factory=lambda spec: model))

@@ -319,18 +319,12 @@ def test_export_html_renders_in_chromium(tmp_path: Path, hydra_graph: SceneGraph
 # -- the live viewer in Chromium ----------------------------------------------------------------------------
 
 
-def act(action: str, text: str) -> str:
-    return json.dumps({"thought": "t", "action": action, "input": text})
-
-
 @needs_chromium
 def test_viewer_question_and_cypher_through_the_gui(
     tmp_path: Path, store: CypherStore, hydra_graph: SceneGraph, browser: Chromium
 ) -> None:
     answer_symbols = signs(hydra_graph)
-    model = ScriptedChatModel(
-        [act("tool", SIGNS_QUERY), act("answer", "<" + ", ".join(answer_symbols) + ">")], supports_tools=False
-    )
+    model = ScriptedChatModel([SIGNS_QUERY], supports_tools=False)  # the agent formats the rows itself
     viewer = SceneViewer(hydra_graph, store=store, llm=model, port=free_port())
     try:
         assert viewer.client_count() == 0

@@ -92,7 +92,9 @@ _PDDL_RULES = (
     "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25), [class] for the "
     "nodes of a class (e.g. [seating]), or ?x for column x of the Cypher query. (all ...) means every one, "
     "otherwise any one will do. Write a Cypher query only when the instruction picks a node by a relation "
-    "(closest, farthest, in a room); else 'Cypher: none'.\nReply with two lines: Cypher: ... and Goal: ..."
+    "(closest, farthest, in a room); else 'Cypher: none'. Ordered steps: visited-* for the earlier steps, "
+    "at-*/in-room for the last. Avoiding a room means never visiting it: (not (visited-room ...)).\n"
+    "Reply with two lines: Cypher: ... and Goal: ..."
 )
 _STOP = ("\n\nQ:", "\nQ:", "\n\n", "\nInstruction:", "<|im_end|>", "```\n")
 
@@ -192,7 +194,9 @@ class CypherAgent:
         if examples:
             parts.append("Examples:\n" + "\n\n".join(e.render() for e in examples))
         if links:
-            parts.append("In this graph: " + "; ".join(link.describe() for link in links) + ".")
+            # goal sketches name classes as [class]: listing their nodes invites copying one of them
+            described = "; ".join(link.describe(symbols=task == "qa") for link in links)
+            parts.append(f"In this graph: {described}.")
         if task == "pddl":
             parts.append(f"Instruction: {question}")
         else:

@@ -403,9 +403,10 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
     if P and v.places:
         p1, p2 = v.places[0], v.places[-1]
         n1, n2 = re.sub(r"\D", "", p1), re.sub(r"\D", "", p2)
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", P).lower()  # MeshPlace -> mesh place
         ex.append(
             CypherExample(
-                f"First go to place {n1}, then to place {n2}.",
+                f"First go to {words} {n1}, then to {words} {n2}.",
                 "",
                 f"(and (visited-place {p1}) (at-place {p2}))",
             )

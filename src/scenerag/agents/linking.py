@@ -298,11 +298,11 @@ class Link:
     how: str  # exact, lexicon, embedding, symbol
     symbols: tuple[str, ...] = ()  # nodes with that value (for rooms and other small sets)
 
-    def describe(self) -> str:
-        """``'wastebin' is Object class 'trash'`` for the prompt."""
+    def describe(self, *, symbols: bool = True) -> str:
+        """``'wastebin' is Object class 'trash'`` for the prompt (``symbols``: with the nodes of a small class)."""
         if self.key == ont.SYMBOL_KEY:
             return f"{self.mention!r} is {self.label} {self.value}"
-        nodes = f" ({', '.join(self.symbols)})" if self.symbols and len(self.symbols) <= 6 else ""
+        nodes = f" ({', '.join(self.symbols)})" if symbols and self.symbols and len(self.symbols) <= 6 else ""
         return f"{self.mention!r} is {self.label} {self.key} '{self.value}'{nodes}"
 
 
