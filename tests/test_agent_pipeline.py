@@ -297,14 +297,14 @@ def test_feedforward_never_retries(store: CypherStore) -> None:
 
 def test_pddl_sketch_is_grounded(store: CypherStore, hydra_graph: SceneGraph) -> None:
     bike = _symbols(hydra_graph, "bicycle")[0]
-    agent, _ = _agent(store, ["Cypher: none\nGoal: (holding [bike])"])
+    agent, _ = _agent(store, ["Goal: (holding [bike])"])
     result = agent.run("Pick up the bicycle.", task="pddl")
     assert result.answer == f"(holding {bike})" and result.error is None
     agent, _ = _agent(
         store,
         [
-            "Cypher: MATCH (a:Object {class: 'bicycle'}), (b:Object {class: 'box'}) RETURN b.nodeSymbol AS x "
-            "ORDER BY point.distance(a.center, b.center) LIMIT 1\nGoal: (safe ?x)"
+            "Goal: (safe ?x)\nCypher: MATCH (a:Object {class: 'bicycle'}), (b:Object {class: 'box'}) RETURN b.nodeSymbol AS x "
+            "ORDER BY point.distance(a.center, b.center) LIMIT 1"
         ],
     )
     result = agent.run("Inspect the box closest to the bicycle", task="pddl")
@@ -315,7 +315,7 @@ def test_pddl_unknown_class_goes_back(store: CypherStore) -> None:
     agent, model = _agent(
         store, ["Cypher: none\nGoal: (holding [piano])", "Cypher: none\nGoal: (holding [bag])"]
     )
-    result = agent.run("Grab the bag", task="pddl")
+    result = agent.run("Grab the piano", task="pddl")
     assert "no object of class 'piano'" in model.calls[1].messages[-1].content
     assert result.answer and result.answer.startswith("(holding O")
 

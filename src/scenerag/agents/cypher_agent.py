@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,7 +45,7 @@ from scenerag.store.base import GraphStore, QueryResult
 if TYPE_CHECKING:
     from scenerag.retrieval.embeddings import Embedder
 
-__all__ = ["CypherAgent", "CypherAgentConfig", "parse_reply", "unused_links"]
+__all__ = ["CypherAgent", "CypherAgentConfig", "parse_reply", "sketch_problems", "unused_links"]
 
 Mode = Literal["agentic", "feedforward"]
 
@@ -58,8 +58,10 @@ class CypherAgentConfig:
     with_schema: bool = True
     #: queries per question (agentic: the first plus corrections)
     max_tool_calls: int = 3
-    #: worked examples retrieved into the prompt (0: none)
+    #: worked examples retrieved into the prompt (0: none); instructions get fewer: the 1.5B model copies
+    #: the predicates of whatever examples it sees
     examples_k: int = 6
+    examples_k_pddl: int = 4
     #: user example files (YAML) added to the generated ones
     example_files: tuple[str, ...] = ()
     link_entities: bool = True
@@ -89,12 +91,10 @@ _QA_RULES = (
     "WITH before filtering them.\nReply with the Cypher query only, on one line."
 )
 _PDDL_RULES = (
-    "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25), [class] for the "
-    "nodes of a class (e.g. [seating]), or ?x for column x of the Cypher query. (all ...) means every one, "
-    "otherwise any one will do. Write a Cypher query only when the instruction picks a node by a relation "
-    "(closest, farthest, in a room); else 'Cypher: none'. Ordered steps: visited-* for the earlier steps, "
-    "at-*/in-room for the last. Avoiding a room means never visiting it: (not (visited-room ...)).\n"
-    "Reply with two lines: Cypher: ... and Goal: ..."
+    "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25) or, in brackets, "
+    "what the instruction calls the node: [seating], [box closest to the bag]. (all ...) means every one, "
+    "otherwise any one will do. Ordered steps: visited-* for the earlier steps, at-*/in-room for the last. "
+    "Avoiding a room means never visiting it: (not (visited-room ...)).\nReply with Goal: ... only."
 )
 _STOP = ("\n\nQ:", "\nQ:", "\n\n", "\nInstruction:", "<|im_end|>", "```\n")
 
@@ -131,6 +131,7 @@ class CypherAgent:
         self._embedder = embedder
         self._library = library
         self._linker = linker
+        self._phrase_state: RunState | None = None
 
     @property
     def name(self) -> str:
@@ -214,9 +215,10 @@ class CypherAgent:
         try:
             links = self.linker().link(question) if self.config.link_entities else []
             examples: list[CypherExample] = []
-            if self.config.examples_k > 0:
+            k = self.config.examples_k_pddl if task == "pddl" else self.config.examples_k
+            if k > 0:
                 masked = mask_question(question, links)
-                examples = self.library().retrieve(question, self.config.examples_k, task=task, masked=masked)
+                examples = self.library().retrieve(question, k, task=task, masked=masked)
             state.result.context = {
                 "links": [link.describe() for link in links],
                 "examples": [e.question for e in examples],
@@ -367,12 +369,21 @@ class CypherAgent:
         state.result.error = "; ".join(problems) if problems else None
 
     # -- PDDL -------------------------------------------------------------------------------------------
+    def _class_values(self, name: str) -> set[str]:
+        """The class values ``name`` links to ("bike" -> {"bicycle"})."""
+        return {link.value for link in self.linker().link(name) if link.key == ont.CLASS_KEY}
+
     def _classes(self, name: str, kind: str) -> list[str]:
-        """Symbols of the nodes of ``kind`` whose class is ``name`` (or what ``name`` links to)."""
+        """Symbols of the nodes of ``kind`` that ``name`` describes: a class ("trash", "wastebin") gives its
+        members; a longer description ("box closest to the bicycle") is answered by the QA pipeline."""
         spec = self.domain.kinds.get(kind)
         labels = spec.labels if spec is not None else ()
-        values = [name.strip().lower().replace(" ", "_")]
-        values += [link.value for link in self.linker().link(name) if link.key == ont.CLASS_KEY]
+        phrase = re.sub(r"^(the|a|an|every|all|any)\s+", "", name.strip(), flags=re.I)
+        links = self.linker().link(phrase)
+        if _describes_more(phrase, links):
+            return self._resolve_phrase(phrase, kind, labels)
+        values = [phrase.lower().replace(" ", "_")]
+        values += [link.value for link in links if link.key == ont.CLASS_KEY]
         for value in dict.fromkeys(values):
             rows = self.store.query(
                 "MATCH (n) WHERE n.class = $c RETURN n.nodeSymbol AS s, labels(n) AS l ORDER BY s",
@@ -384,13 +395,54 @@ class CypherAgent:
                 return found
         return []
 
+    def _resolve_phrase(self, phrase: str, kind: str, labels: Sequence[str]) -> list[str]:
+        """Answer "Which <phrase>?" with the QA pipeline (its query is recorded on the current run)."""
+        state = self._phrase_state
+        sub = self.run(f"Which {phrase}?", task="qa", answer_type="set")
+        if state is not None:
+            state.result.tools.extend(sub.tools)
+            state.result.usage = state.result.usage + sub.usage
+            state.result.llm_calls += sub.llm_calls
+            state.result.context.setdefault("resolved", {})[phrase] = sub.answer
+        if not sub.answer or sub.answer == NOT_FOUND:
+            return []
+        from scenerag.lang.sldp import SldpSet, SldpString, parse_sldp
+
+        try:
+            value = parse_sldp(sub.answer)
+        except SceneRagError:
+            return []
+        items = value.items if isinstance(value, SldpSet) else (value,)
+        symbols = [i.value for i in items if isinstance(i, SldpString) and _is_symbol(i.value)]
+        known = self.grounder.known_symbols(set(symbols))
+        return [s for s in symbols if not labels or known.get(s) in labels]
+
     def _ground(self, state: RunState, links: Sequence[Link]) -> None:
+        self._phrase_state = state
+        try:
+            self._ground_loop(state, links)
+        finally:
+            self._phrase_state = None
+
+    def _ground_loop(self, state: RunState, links: Sequence[Link]) -> None:
         for attempt in range(self._attempts()):
             draft = self._generate(state, "pddl")
             if not draft.goal:
-                if self._retry(state, attempt, "Reply with the two lines Cypher: ... and Goal: ...", "reply"):
+                if self._retry(
+                    state, attempt, "Reply with Goal: (...) and, if it uses ?x, Cypher: ...", "reply"
+                ):
                     continue
                 break
+            problems = (
+                sketch_problems(state.result.question, draft, links, self._class_values)
+                if attempt == 0
+                else []
+            )
+            if problems and self._retry(
+                state, attempt, "That goal does not fit: " + "; ".join(problems) + ".", "reply"
+            ):
+                state.result.context.setdefault("sketch_feedback", []).extend(problems)
+                continue
             bindings: dict[str, list[str]] = {}
             if draft.cypher:
                 result, problem = self._execute(state, draft.cypher)
@@ -403,8 +455,27 @@ class CypherAgent:
                         str(r.get(col)) for r in result.rows if r.get(col) is not None
                     ]
                     bindings[col] = bindings[col.split(".")[-1]]
+            goal_text = draft.goal
+            if _AVOID.search(state.result.question) and re.search(r"\(not\s*\(in-room", goal_text):
+                goal_text = re.sub(r"\(not\s*\(in-room", "(not (visited-room", goal_text)
+                state.result.context.setdefault("rewrites", []).append(
+                    "avoiding a room: (not (in-room ...)) became (not (visited-room ...))"
+                )
+            plural = {
+                link.value.lower()
+                for link in links
+                if link.key == ont.CLASS_KEY and _is_plural(link.mention, link.value)
+            }
             try:
-                sketch = resolve_sketch(draft.goal, self.domain, classes=self._classes, bindings=bindings)
+                sketch = resolve_sketch(
+                    goal_text,
+                    self.domain,
+                    classes=self._classes,
+                    bindings=bindings,
+                    plural=lambda name, named=frozenset(plural): bool(
+                        {name.lower(), *(v.lower() for v in self._class_values(name))} & named
+                    ),
+                )
             except SketchError as exc:
                 state.result.raw_answer = draft.goal
                 state.result.error = f"goal sketch {draft.goal!r}: {exc}"
@@ -451,6 +522,18 @@ def parse_reply(text: str, task: Task) -> _Draft:
     return _Draft(" ".join(query_lines).rstrip(";").strip())
 
 
+_RELATION_WORDS = re.compile(
+    r"\b(closest|nearest|farthest|furthest|near|next|biggest|largest|smallest|highest|lowest|tallest|in|on|"
+    r"inside|from|to|with|than|that|which)\b",
+    re.I,
+)
+
+
+def _describes_more(phrase: str, links: Sequence[Link]) -> bool:
+    """Whether ``phrase`` says more than a class name ("box closest to the bag", "chair in R2")."""
+    return bool(_RELATION_WORDS.search(phrase)) or len(links) > 1
+
+
 def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
     """Links whose value the query never names (a symbol, or a class value as a string literal)."""
     literals = {v.lower() for v in re.findall(r"'([^']*)'", query)} | {
@@ -464,6 +547,60 @@ def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
             continue
         out.append(link)
     return out
+
+
+_SUPERLATIVE = re.compile(
+    r"\b(closest|nearest|farthest|furthest|biggest|largest|smallest|highest|lowest|tallest|shortest)\b", re.I
+)
+_ORDERED = re.compile(r"\b(then|afterwards|after that|finally|first)\b", re.I)
+_AVOID = re.compile(r"\b(without|avoid|avoiding|stay out|stays out|don'?t|do not|never)\b", re.I)
+
+
+def sketch_problems(
+    instruction: str,
+    draft: _Draft,
+    links: Sequence[Link],
+    canonical: Callable[[str], set[str]] | None = None,
+) -> list[str]:
+    """What a goal sketch misses of its instruction: symbols the instruction never named, linked things it
+    leaves out, a superlative without ``?x``, an ordered instruction without a final at-*/in-room, an
+    avoidance without ``not`` (each phrased for the model to fix)."""
+    goal = draft.goal or ""
+    used = set(re.findall(r"\b[A-Za-z]\d+\b", goal))
+    linked = {link.value for link in links if link.key == ont.SYMBOL_KEY}
+    problems = [f"{sym} is not in the instruction" for sym in sorted(used - linked)]
+    classes = {c.strip().lower() for c in re.findall(r"\[([^\]]+)\]", goal)}
+    if canonical is not None:  # [bike] names the class bicycle
+        classes |= {v.lower() for c in list(classes) for v in canonical(c)}
+    text = f"{goal} {draft.cypher}".lower()
+    for link in links:
+        if link.key == ont.SYMBOL_KEY and link.value not in used and link.value.lower() not in text:
+            problems.append(f"the instruction names {link.value} ({link.mention!r}): use it")
+        elif (
+            link.key != ont.SYMBOL_KEY
+            and not ({link.value.lower(), link.mention.lower()} & classes)
+            and link.value.lower() not in text
+        ):
+            problems.append(f"the instruction mentions {link.mention!r}: use [{link.value}]")
+    superlative = _SUPERLATIVE.search(instruction)
+    if superlative and "?x" not in goal and superlative.group(1).lower() not in goal.lower():
+        problems.append(
+            f"'{superlative.group(1)}' picks one node: name it in brackets as the instruction does, "
+            f"e.g. [box {superlative.group(1).lower()} to the bag]"
+        )
+    if _ORDERED.search(instruction) and not re.search(r"\((at-|in-room)", goal):
+        problems.append("the last step of an ordered instruction is at-*/in-room, the earlier ones visited-*")
+    if _AVOID.search(instruction) and not re.search(r"\(\s*not\b", goal):
+        problems.append("the instruction says to avoid something: add (not (visited-room ...))")
+    if re.search(r"\(not\s*\(in-room", goal):
+        problems.append("avoiding a room means never visiting it: (not (visited-room ...)), not in-room")
+    return problems
+
+
+def _is_plural(mention: str, value: str) -> bool:
+    """ "hallways" for hallway, "chairs" for seating; not "wastebin" for trash, "glass" for glass."""
+    m, v = mention.lower(), value.lower()
+    return m != v and m.endswith("s") and not m.endswith("ss") and not v.endswith("s")
 
 
 def _balanced(text: str) -> str:

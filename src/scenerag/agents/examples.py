@@ -53,7 +53,9 @@ class CypherExample:
     def render(self) -> str:
         if self.goal is None:
             return f"Q: {self.question}\nCypher: {self.cypher}"
-        return f"Instruction: {self.question}\nCypher: {self.cypher or 'none'}\nGoal: {self.goal}"
+        # goal first: the verb decides the predicate; a query follows only when the goal needs ?x
+        cypher = f"\nCypher: {self.cypher}" if self.cypher else ""
+        return f"Instruction: {self.question}\nGoal: {self.goal}{cypher}"
 
 
 @dataclass
@@ -357,13 +359,13 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 )
             )
     out = [CypherExample(q, c) for q, c in ex]
-    out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, cs=cs)
+    out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, c3=c3, cs=cs)
     return out
 
 
 def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[CypherExample]:
-    OB, R, P = roles.leaf, roles.region, roles.place
-    o1, o2, c1, c2, cs = n["o1"], n["o2"], n["c1"], n["c2"], n["cs"]
+    R, P = roles.region, roles.place
+    o1, o2, c1, c2, c3, cs = n["o1"], n["o2"], n["c1"], n["c2"], n["c3"], n["cs"]
     num = re.sub(r"\D", "", o1) or "1"
     ex = [
         CypherExample(f"Go to object {num}.", "", f"(visited-object {o1})"),
@@ -371,17 +373,15 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
         CypherExample(f"Grab a {c2}.", "", f"(holding [{c2}])"),
         CypherExample(f"Inspect {o2}.", "", f"(safe {o2})"),
         CypherExample(f"Take a close look at every {c1}.", "", f"(all (safe [{c1}]))"),
+        CypherExample(f"Hold the {c1} {o1}.", "", f"(holding {o1})"),
+        CypherExample(f"Go look at a {c2}.", "", f"(safe [{c2}])"),
+        CypherExample(f"Head over to the {cs}.", "", f"(visited-object [{cs}])"),
+        CypherExample(f"Take the {c3} nearest to {o2}.", "", f"(holding [{c3} nearest to {o2}])"),
         CypherExample(
-            f"Go to the {c1} that is closest to the {cs}.",
-            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c1}'}}) RETURN b.nodeSymbol AS x "
-            "ORDER BY point.distance(a.center, b.center) LIMIT 1",
-            "(visited-object ?x)",
+            f"Go to the {c1} that is closest to the {cs}.", "", f"(visited-object [{c1} closest to the {cs}])"
         ),
         CypherExample(
-            f"Check the {c2} farthest from the origin.",
-            f"MATCH (o:{OB} {{class: '{c2}'}}) RETURN o.nodeSymbol AS x "
-            "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1",
-            "(safe ?x)",
+            f"Check the {c2} farthest from the origin.", "", f"(safe [{c2} farthest from the origin])"
         ),
     ]
     if R and v.region_classes:

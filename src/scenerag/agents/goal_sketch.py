@@ -9,8 +9,8 @@ the symbols are filled in from the database:
 * ``?x``: the values of column ``x`` of the sketch's Cypher query.
 
 An atom whose argument has several values expands to ``(or ...)`` (any one will do: "grab a wastebin"),
-to ``(and ...)`` inside ``(all ...)`` ("visit all the hallways"), and under ``not`` to ``(and (not ...) ...)``
-(avoid every one). Problems (an unknown class, a query with no rows) are reported, not guessed around.
+to ``(and ...)`` inside ``(all ...)`` or when the instruction names the class in the plural ("visit the
+hallways"), and under ``not`` to ``(and (not ...) ...)`` (avoid every one). Problems (an unknown class, a query with no rows) are reported, not guessed around.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def resolve_sketch(
     *,
     classes: Resolver,
     bindings: dict[str, list[str]] | None = None,
+    plural: Callable[[str], bool] | None = None,
 ) -> SketchResult:
     """The concrete PDDL goal of ``sketch``; raises :class:`SketchError` with a fixable message."""
     tree = _parse(sketch.strip())
@@ -107,7 +108,10 @@ def resolve_sketch(
             raise SketchError(f"expected a parenthesised expression, got {node!r}")
         head = str(node[0]).lower()
         if head in ("and", "or"):
-            return f"({head} " + " ".join(expand(c, mode) for c in node[1:]) + ")"
+            parts = [expand(c, mode) for c in node[1:]]
+            if head == "and":
+                parts = _drop_implied(parts)
+            return parts[0] if len(parts) == 1 else f"({head} " + " ".join(parts) + ")"
         if head == "not":
             if len(node) != 2:
                 raise SketchError("(not ...) takes one expression")
@@ -131,6 +135,8 @@ def resolve_sketch(
         if len(args) != len(kinds):
             raise SketchError(f"({head} ...) takes {len(kinds)} argument(s), got {len(args)}")
         options = [values(a, k) for a, k in zip(args, kinds, strict=True)]
+        if mode == "any" and plural is not None and any(a.startswith("[") and plural(a[1:-1]) for a in args):
+            mode = "all"  # "visit the hallways": every one of them
         atoms = [f"({head} {' '.join(combo)})" for combo in _product(options)]
         if mode == "not":
             atoms = [f"(not {a})" for a in atoms]
@@ -140,6 +146,19 @@ def resolve_sketch(
         return ("(and " if mode == "all" else "(or ") + " ".join(atoms) + ")"
 
     return SketchResult(expand(tree, "any"), notes)
+
+
+_IMPLIED = {"at-place": "visited-place", "at-object": "visited-object", "in-room": "visited-room"}
+
+
+def _drop_implied(parts: list[str]) -> list[str]:
+    """In a conjunction, ``(visited-place P)`` is implied by ``(at-place P)`` (ending somewhere visits it)."""
+    implied = set()
+    for p in parts:
+        m = re.fullmatch(r"\(([\w-]+) (\S+)\)", p)
+        if m and m.group(1) in _IMPLIED:
+            implied.add(f"({_IMPLIED[m.group(1)]} {m.group(2)})")
+    return [p for p in parts if p not in implied] or parts
 
 
 def _product(options: list[list[str]]) -> list[list[str]]:
