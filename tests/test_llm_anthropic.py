@@ -304,3 +304,9 @@ def test_missing_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert info.value.kind == "auth" and "ANTHROPIC_API_KEY" in str(info.value)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
     assert make_chat_model("anthropic:claude-sonnet-4-5").name == "anthropic:claude-sonnet-4-5"
+
+
+def test_stop_strings_go_as_stop_sequences(server: FakeServer) -> None:
+    server.replies += [message(text("MATCH (n) RETURN n"))]
+    model_for(server).chat([Message.user("q")], stop=["\nQ:", "\n\n"])
+    assert server.requests[0][2]["stop_sequences"] == ["\nQ:"]  # whitespace-only ones are refused by the API

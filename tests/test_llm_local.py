@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -113,6 +114,30 @@ def test_models_are_loaded_once_per_process(model: LocalChatModel) -> None:
 
 def test_a_prompt_longer_than_the_context_window_is_refused(model: LocalChatModel) -> None:
     long_prompt = "chair table lamp sofa " * 700  # about 2800 tokens > n_ctx 2048
-    with pytest.raises(LLMError, match="exceed context window of 2048") as info:
+    with pytest.raises(LLMError, match="the prompt has 28[0-9][0-9] tokens, the context window 2048") as info:
         model.chat([Message.user(long_prompt)], max_tokens=4)
     assert info.value.kind == "context_overflow" and "n_ctx" in str(info.value)
+
+
+def test_system_prompt_state_is_kept_and_replies_do_not_depend_on_order(
+    model: LocalChatModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new conversation starts from the saved KV state of its system turn (memory, and a file another
+    process can read); the same question gives the same reply whatever ran before."""
+    monkeypatch.setenv("SCENERAG_CACHE", str(tmp_path))
+    system = Message.system("You answer questions about rooms with one short word. " * 8)
+
+    def ask(q: str) -> str:
+        return model.chat([system, Message.user(q)], max_tokens=6, stop=["\n"]).message.content
+
+    first = ask("Name a room in a house.")
+    files = list((tmp_path / "kv").glob("*.bin"))
+    assert len(files) == 1 and files[0].stat().st_size > 0
+    ask("Name a piece of furniture.")
+    assert ask("Name a room in a house.") == first
+    model._model.prefix_states.clear()  # as a new process: the state comes from the file
+    assert ask("Name a room in a house.") == first
+    stopped = model.chat(
+        [system, Message.user("Count from 1 to 5, one per line.")], max_tokens=20, stop=["\n"]
+    )
+    assert "\n" not in stopped.message.content

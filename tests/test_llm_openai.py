@@ -379,3 +379,9 @@ def test_a_timed_out_request_is_not_retried(server: FakeServer) -> None:
         model.chat([Message.user("q")])
     assert info.value.kind == "unreachable" and "timeout_s" in str(info.value)
     assert len(server.requests) == 1
+
+
+def test_stop_strings_are_sent(server: FakeServer) -> None:
+    server.replies.append(completion("MATCH (n) RETURN n"))
+    model_for(server).chat([Message.user("q")], stop=["\nQ:", "\n\n"])
+    assert server.requests[0].body["stop"] == ["\nQ:", "\n\n"]

@@ -247,6 +247,7 @@ class AnthropicChatModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int | None = 0,
+        stop: Sequence[str] | None = None,
     ) -> ChatResponse:
         import anthropic
 
@@ -267,6 +268,9 @@ class AnthropicChatModel:
         }
         if system:
             kwargs["system"] = system
+        stops = [t for t in stop or () if t.strip()]  # the API refuses whitespace-only stop sequences
+        if stops and not tools and response_schema is None:
+            kwargs["stop_sequences"] = stops
         wrapped = False
         if response_schema is not None:
             input_schema, wrapped = _object_schema(response_schema)
