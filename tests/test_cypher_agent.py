@@ -98,7 +98,9 @@ def test_writes_are_refused_and_reported(store: CypherStore) -> None:
 def test_tool_call_limit_forces_an_answer(store: CypherStore) -> None:
     q = act("tool", "MATCH (r:Room) RETURN count(r) AS n")
     model = ScriptedChatModel([q, q, act("answer", "5")], supports_tools=False)
-    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_tool_calls=2)).run("How many rooms?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_tool_calls=2)).run(
+        "How many rooms?"
+    )
     assert result.tool_calls == 2 and result.answer == "5"
     assert model.calls[2].response_schema == ANSWER_ACTION_SCHEMA
     assert "no tool calls left" in model.calls[2].messages[-1].content
@@ -114,7 +116,9 @@ def test_invalid_sldp_answer_is_corrected(store: CypherStore) -> None:
 def test_correction_budget_is_bounded(store: CypherStore) -> None:
     bad = act("answer", "<unclosed")
     model = ScriptedChatModel([bad, bad, bad], supports_tools=False)
-    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_corrections=2)).run("Which rooms?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_corrections=2)).run(
+        "Which rooms?"
+    )
     assert model.remaining == 0 and result.llm_calls == 3
     assert result.error and "SLDP" in result.error
 
@@ -142,7 +146,9 @@ def test_feedforward_query_then_refinement(store: CypherStore) -> None:
             {"answer": "5"},
         ]
     )
-    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(mode="feedforward")).run("How many rooms are there?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(mode="feedforward")).run(
+        "How many rooms are there?"
+    )
     assert result.answer == "5" and result.tool_calls == 1 and result.llm_calls == 2
     refine = model.calls[1].messages[-1].content
     assert "MATCH (r:Room) RETURN count(r) AS n" in refine and '{"n":5}' in refine
@@ -157,7 +163,9 @@ def test_no_schema_variant_explores(store: CypherStore) -> None:
         ],
         supports_tools=False,
     )
-    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(with_schema=False)).run("Which labels exist?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(with_schema=False)).run(
+        "Which labels exist?"
+    )
     system = model.calls[0].messages[0].content
     assert "Database schema" not in system and "explore" in system
     assert result.tools[0].ok and result.tools[0].rows == 3
@@ -233,7 +241,9 @@ def test_hints_for_small_model_mistakes(store: CypherStore) -> None:
         ],
         supports_tools=False,
     )
-    ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(auto_repair=False)).run("Which signs are there?")
+    ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(auto_repair=False)).run(
+        "Which signs are there?"
+    )
     first = model.calls[1].messages[-1].content
     assert "'sign' is a value of Object.class" in first and "(n:Object {class: 'sign'})" in first
     assert "You already ran this exact input" in model.calls[2].messages[-1].content
@@ -290,6 +300,8 @@ def test_query_given_as_answer_is_run_as_a_query(store: CypherStore) -> None:
     model = ScriptedChatModel(
         [act("answer", "MATCH (r:Room) RETURN count(r)"), act("answer", "5")], supports_tools=False
     )
-    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_tool_calls=0)).run("How many rooms?")
+    result = ToolCallingCypherAgent(model, store, ToolCallingCypherConfig(max_tool_calls=0)).run(
+        "How many rooms?"
+    )
     assert "that is a Cypher query, not the answer" in model.calls[1].messages[-1].content
     assert result.answer == "5" and result.tool_calls == 0

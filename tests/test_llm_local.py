@@ -114,7 +114,9 @@ def test_models_are_loaded_once_per_process(model: LocalChatModel) -> None:
 
 def test_a_prompt_longer_than_the_context_window_is_refused(model: LocalChatModel) -> None:
     long_prompt = "chair table lamp sofa " * 700  # about 2800 tokens > n_ctx 2048
-    with pytest.raises(LLMError, match=r"the prompt has 28[0-9][0-9] tokens, the context window 2048") as info:
+    with pytest.raises(
+        LLMError, match=r"the prompt has 28[0-9][0-9] tokens, the context window 2048"
+    ) as info:
         model.chat([Message.user(long_prompt)], max_tokens=4)
     assert info.value.kind == "context_overflow" and "n_ctx" in str(info.value)
 

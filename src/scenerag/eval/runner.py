@@ -192,7 +192,9 @@ def _make_agent(run: RunConfig, model: Any, store: Any, graph: SceneGraph) -> An
     if run.method == "cypher-tools":  # the seed papers' tool-calling loop, for comparison
         from scenerag.agents import ToolCallingCypherAgent, ToolCallingCypherConfig
 
-        tcfg = ToolCallingCypherConfig(mode=run.mode, with_schema=run.schema_, max_tool_calls=run.max_tool_calls)
+        tcfg = ToolCallingCypherConfig(
+            mode=run.mode, with_schema=run.schema_, max_tool_calls=run.max_tool_calls
+        )
         return ToolCallingCypherAgent(model, store, tcfg)
     grounder = PddlGrounder(store)
     if run.method == "context":

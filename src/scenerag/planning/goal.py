@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scenerag.graph import ontology as ont
+from scenerag.graph.model import SceneGraph
 from scenerag.lang.pddl_goal import (
     HERACLES_DOMAIN,
     And,
@@ -24,8 +26,6 @@ from scenerag.lang.pddl_goal import (
     format_goal,
     iter_atoms,
 )
-from scenerag.graph import ontology as ont
-from scenerag.graph.model import SceneGraph
 from scenerag.planning.domain import PlanningError
 
 

@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from scenerag.graph.model import SceneGraph, Vec3
 from scenerag.lang.pddl_goal import (
     And,
     Atom,
@@ -32,7 +33,6 @@ from scenerag.lang.pddl_goal import (
     iter_atoms,
     simplify_goal,
 )
-from scenerag.graph.model import SceneGraph, Vec3
 from scenerag.planning.domain import (
     GOAL_REACHED,
     HERACLES_PLANNING_DOMAIN,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from scenerag.graph.model import SceneGraph
 from scenerag.lang.pddl_goal import (
     And,
     Atom,
@@ -37,7 +38,6 @@ from scenerag.lang.pddl_goal import (
     goal_atoms,
     negation_normal_form,
 )
-from scenerag.graph.model import SceneGraph
 from scenerag.planning.domain import (
     HERACLES_PLANNING_DOMAIN,
     REACH_GOAL_ACTION,
