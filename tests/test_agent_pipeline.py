@@ -128,6 +128,17 @@ def test_check_rewrites_missing_one_hop_containment(store: CypherStore) -> None:
     assert check_cypher(ok, store.schema()).query == ok
 
 
+def test_check_keeps_a_node_from_pairing_with_itself(store: CypherStore) -> None:
+    q = "MATCH (a:Object {class: 'light'}), (b:Object {class: 'light'}) RETURN point.distance(a.center, b.center) AS d"
+    res = check_cypher(q, store.schema())
+    assert "WHERE a <> b" in res.query and res.rewrites
+    assert all(r["d"] > 0 for r in store.query(res.query).rows)
+    q2 = "MATCH (a:Object {class: 'light'}), (b:Object {class: 'light'}) WHERE a.center.z > 0 RETURN a"
+    assert "WHERE a <> b AND a.center.z > 0" in check_cypher(q2, store.schema()).query
+    other = "MATCH (a:Object {class: 'light'}), (b:Object {class: 'bag'}) RETURN a"
+    assert check_cypher(other, store.schema()).query == other
+
+
 def test_check_rejects_impossible_queries(store: CypherStore) -> None:
     schema = store.schema()
     wrong_way = check_cypher("MATCH (o:Object)-[:CONTAINS]->(r:Room) RETURN r", schema)

@@ -7,7 +7,9 @@ mistakes that run without error but mean nothing, and says why:
   transitive ``[:CONTAINS*]`` when a containment chain joins the two labels, else rejected with the patterns
   that do exist;
 * an aggregate inside ``WHERE`` (``WHERE count(o) > 2``): rejected with the ``WITH ... WHERE`` form;
-* a variable used but never bound (``RETURN r.nodeSymbol`` with no ``r`` in any pattern).
+* a variable used but never bound (``RETURN r.nodeSymbol`` with no ``r`` in any pattern);
+* two patterns matching the same nodes (``(a:Object {class: 'light'}), (b:Object {class: 'light'})``)
+  without ``a <> b``: added, so a node is not its own nearest neighbour at distance 0.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def check_cypher(query: str, schema: GraphSchema) -> CheckResult:
     if not schema.node_counts:
         return result
     _fix_hops(result, schema)
+    _distinct_pairs(result)
     _aggregates_in_where(result)
     _unbound(result)
     return result
@@ -117,6 +120,35 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
     if last:
         out.append(query[last:])
         result.query = "".join(out)
+
+
+_PAIR = re.compile(
+    r"\bMATCH\s+\(\s*(?P<a>[A-Za-z_]\w*)\s*(?P<pat>:\s*\w+\s*(?:\{[^{}]*\})?)\s*\)\s*,\s*"
+    r"\(\s*(?P<b>[A-Za-z_]\w*)\s*(?P<pat2>:\s*\w+\s*(?:\{[^{}]*\})?)\s*\)",
+    re.I,
+)
+
+
+def _distinct_pairs(result: CheckResult) -> None:
+    """``MATCH (a:Object {class: 'light'}), (b:Object {class: 'light'})`` pairs each node with itself too
+    (distance 0, "nearest" = itself): add ``a <> b`` unless the query already compares them."""
+    query = result.query
+    m = _PAIR.search(query)
+    if m is None or " ".join(m.group("pat").split()) != " ".join(m.group("pat2").split()):
+        return
+    a, b = m.group("a"), m.group("b")
+    if re.search(rf"\b{a}\s*<>\s*{b}\b|\b{b}\s*<>\s*{a}\b", query):
+        return
+    rest = query[m.end() :]
+    where = re.match(r"\s*WHERE\b", rest, re.I)
+    if where:
+        new = query[: m.end()] + rest[: where.end()] + f" {a} <> {b} AND" + rest[where.end() :]
+    else:
+        new = query[: m.end()] + f" WHERE {a} <> {b}" + rest
+    result.query = new
+    result.rewrites.append(
+        f"({a}) and ({b}) match the same nodes: added {a} <> {b} so a node is not paired with itself"
+    )
 
 
 def _single(labels: set[str] | None) -> str | None:

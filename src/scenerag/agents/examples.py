@@ -190,13 +190,13 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
         ),
         (
             f"Which {OB.lower()} is closest to {o1}?",
-            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b <> a "
-            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
+            f"MATCH (x:{OB}), (ref:{OB} {{nodeSymbol: '{o1}'}}) WHERE x <> ref "
+            "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1",
         ),
         (
             f"Which {c2} is nearest to the {cs}?",
-            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c2}'}}) "
-            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
+            f"MATCH (x:{OB} {{class: '{c2}'}}), (ref:{OB} {{class: '{cs}'}}) "
+            "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1",
         ),
         (
             f"Which {c1} is farthest from the origin?",
@@ -205,8 +205,8 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
         ),
         (
             f"Which {OB.lower()}s are within 3 meters of {o2}?",
-            f"MATCH (a:{OB} {{nodeSymbol: '{o2}'}}), (b:{OB}) WHERE b <> a AND "
-            "point.distance(a.center, b.center) < 3 RETURN b.nodeSymbol",
+            f"MATCH (x:{OB}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref AND "
+            "point.distance(x.center, ref.center) < 3 RETURN x.nodeSymbol",
         ),
         (
             f"Which {OB.lower()}s are within 4 m of x: {x}, y: {y}, z: {z}?",
@@ -215,8 +215,8 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
         ),
         (
             f"How many {_plural(c2)} are near the {cs}, within 5 meters?",
-            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c2}'}}) WHERE "
-            "point.distance(a.center, b.center) < 5 RETURN count(DISTINCT b)",
+            f"MATCH (x:{OB} {{class: '{c2}'}}), (ref:{OB} {{class: '{cs}'}}) WHERE "
+            "point.distance(x.center, ref.center) < 5 RETURN count(DISTINCT x)",
         ),
     ]
     if roles.has_bbox:
