@@ -334,3 +334,16 @@ def test_pddl_unknown_class_goes_back(store: CypherStore) -> None:
 def test_unused_links(linker: EntityLinker) -> None:
     links = linker.link("Which signs are in the lounge?")
     assert {lk.value for lk in unused_links("MATCH (o:Object {class: 'sign'}) RETURN o", links)} == {"lounge"}
+
+
+def test_numbers_where_a_node_is_asked_for_go_back(store: CypherStore) -> None:
+    agent, model = _agent(
+        store,
+        [
+            "MATCH (o:Object {class: 'light'}) RETURN o.center.z ORDER BY o.center.z DESC LIMIT 1",
+            "MATCH (o:Object {class: 'light'}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1",
+        ],
+    )
+    result = agent.run("Which light hangs the highest?", answer_type="string")
+    assert "return n.nodeSymbol" in model.calls[1].messages[-1].content
+    assert result.answer and result.answer.startswith("O")

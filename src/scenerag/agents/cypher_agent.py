@@ -45,7 +45,14 @@ from scenerag.store.base import GraphStore, QueryResult
 if TYPE_CHECKING:
     from scenerag.retrieval.embeddings import Embedder
 
-__all__ = ["CypherAgent", "CypherAgentConfig", "parse_reply", "sketch_problems", "unused_links"]
+__all__ = [
+    "CypherAgent",
+    "CypherAgentConfig",
+    "parse_reply",
+    "shape_mismatch",
+    "sketch_problems",
+    "unused_links",
+]
 
 Mode = Literal["agentic", "feedforward"]
 
@@ -335,6 +342,9 @@ class CypherAgent:
                 self._accept(state, NOT_FOUND if answer_type != "number" else "0")
                 state.result.context["not_found"] = True
                 return
+            mismatch = shape_mismatch(result, answer_type, question)
+            if mismatch and self._retry(state, attempt, mismatch):
+                continue
             answer = format_rows(
                 result.columns, result.rows, query=draft.cypher, question=question, answer_type=answer_type
             )
@@ -595,6 +605,24 @@ def sketch_problems(
     if re.search(r"\(not\s*\(in-room", goal):
         problems.append("avoiding a room means never visiting it: (not (visited-room ...)), not in-room")
     return problems
+
+
+def shape_mismatch(result: QueryResult, answer_type: str | None, question: str = "") -> str | None:
+    """Why rows cannot hold an answer of ``answer_type`` (None when they can): only numbers where nodes or
+    names are asked for, or only names where a number is."""
+    cells = [v for row in result.rows for v in row.values() if v is not None]
+    if not cells or answer_type is None:
+        return None
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells)
+    asks_which = re.search(r"\bwhich\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
+    if answer_type in ("set", "list", "string") and numeric and asks_which:
+        return (
+            f"It returned only numbers ({result.columns[0]} = {cells[0]}), but the question asks which node or "
+            "thing: return n.nodeSymbol (ordered by that number if needed), not the number."
+        )
+    if answer_type == "number" and not any(isinstance(v, (int, float)) for v in cells) and len(cells) == 1:
+        return "It returned a name, but the question asks for a number: return the count or the measure."
+    return None
 
 
 def _is_plural(mention: str, value: str) -> bool:
