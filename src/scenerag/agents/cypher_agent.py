@@ -219,17 +219,22 @@ class CypherAgent:
         """Answer ``question`` (``task="qa"``, SLDP) or ground it (``task="pddl"``, a PDDL goal)."""
         start = time.perf_counter()
         state = RunState(AgentResult(self.name, question, task, None))
+        timings: dict[str, float] = {}
+        state.result.context["timings_s"] = timings
         try:
+            mark = time.perf_counter()
             links = self.linker().link(question) if self.config.link_entities else []
+            timings["link"] = time.perf_counter() - mark
+            mark = time.perf_counter()
             examples: list[CypherExample] = []
             k = self.config.examples_k_pddl if task == "pddl" else self.config.examples_k
             if k > 0:
                 masked = mask_question(question, links)
                 examples = self.library().retrieve(question, k, task=task, masked=masked)
-            state.result.context = {
-                "links": [link.describe() for link in links],
-                "examples": [e.question for e in examples],
-            }
+            timings["retrieve"] = time.perf_counter() - mark
+            state.result.context.update(
+                links=[link.describe() for link in links], examples=[e.question for e in examples]
+            )
             state.messages = [
                 Message.system(self.system_prompt(task)),
                 Message.user(self.user_prompt(question, task, links, examples, answer_type)),
@@ -247,7 +252,10 @@ class CypherAgent:
         return 1 if self.config.mode == "feedforward" else max(1, self.config.max_tool_calls)
 
     def _generate(self, state: RunState, task: Task) -> _Draft:
+        mark = time.perf_counter()
         resp = self.model.chat(state.messages, max_tokens=self.config.max_reply_tokens, stop=list(_STOP))
+        timings = state.result.context.setdefault("timings_s", {})
+        timings["llm"] = timings.get("llm", 0.0) + time.perf_counter() - mark
         state.add_usage(resp.usage)
         text = resp.message.content
         state.messages.append(Message.assistant(text.strip()))

@@ -13,6 +13,7 @@ instruction example (PDDL task).
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -475,7 +476,7 @@ class ExampleLibrary:
             import numpy as np
 
             if self._vectors is None:
-                self._vectors = self.embedder.embed([e.masked or e.question for e in self.examples])
+                self._vectors = self._example_vectors()
             q = self.embedder.embed([text])[0]
             scores = {i: float(np.dot(self._vectors[i], q)) for i in pool}
         else:
@@ -485,6 +486,35 @@ class ExampleLibrary:
             }
         best = sorted(pool, key=lambda i: (-scores[i], i))[:k]
         return [self.examples[i] for i in reversed(best)]
+
+    def _example_vectors(self) -> Any:
+        """Embeddings of the (masked) example questions, cached on disk by text and embedder: a fresh
+        ``scenerag ask`` process embeds only its question."""
+        import hashlib
+
+        import numpy as np
+
+        from scenerag.llm.model_files import cache_dir
+
+        texts = [e.masked or e.question for e in self.examples]
+        assert self.embedder is not None
+        key = hashlib.sha256(("\x1f".join([self.embedder.name, *texts])).encode()).hexdigest()[:32]
+        file = cache_dir() / "examples" / f"{key}.npy"
+        try:
+            vectors = np.load(file)
+            if vectors.shape[0] == len(texts):
+                return vectors
+        except (OSError, ValueError):
+            pass
+        vectors = self.embedder.embed(texts)
+        try:  # a read-only cache only costs time
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_name(f"{file.stem}.{os.getpid()}.tmp.npy")
+            np.save(tmp, vectors)
+            tmp.replace(file)
+        except OSError:
+            pass
+        return vectors
 
 
 def load_examples(path: str | Path) -> list[CypherExample]:
