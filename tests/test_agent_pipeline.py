@@ -90,6 +90,7 @@ def test_generated_examples_run_and_use_the_graphs_values(
     pddl = [e for e in library.examples if e.task == "pddl"]
     assert len(qa) >= 35 and len(pddl) >= 8
     assert library.validate(store) == []  # every generated query runs on this graph
+    assert [e.cypher for e in qa if not check_cypher(e.cypher, store.schema()).ok] == []
     classes = {n.class_name for n in hydra_graph.nodes("Object")}
     assert any(c in e.cypher for e in qa for c in classes)
 
@@ -149,6 +150,12 @@ def test_check_rejects_impossible_queries(store: CypherStore) -> None:
     assert not unbound.ok and "r is used but never bound" in unbound.problems[0]
     never = check_cypher("MATCH (a:Room)-[:MESH_PLACE_CONNECTED]->(b:Object) RETURN a", schema)
     assert not never.ok and "never occurs" in never.problems[0]
+    loop = check_cypher("MATCH (p:MeshPlace)-[:CONTAINS*]->(q:MeshPlace) RETURN p", schema)
+    assert not loop.ok and "MESH_PLACE_CONNECTED" in loop.problems[0]
+    misplaced = check_cypher("MATCH (o:Object {class: 'lounge'}) RETURN o", schema)
+    assert not misplaced.ok and "'lounge' is a Room class" in misplaced.problems[0]
+    assert check_cypher("MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN o", schema).ok
+    assert check_cypher("MATCH (a:Room)-[:ROOM_CONNECTED*1..3]-(b:Room) RETURN b", schema).ok
     fine = "MATCH (r:Room) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:Object) WITH r, count(o) AS n WHERE n > 1 RETURN r.nodeSymbol"
     assert check_cypher(fine, schema).ok
 

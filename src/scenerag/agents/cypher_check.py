@@ -8,6 +8,9 @@ mistakes that run without error but mean nothing, and says why:
   that do exist;
 * an aggregate inside ``WHERE`` (``WHERE count(o) > 2``): rejected with the ``WITH ... WHERE`` form;
 * a variable used but never bound (``RETURN r.nodeSymbol`` with no ``r`` in any pattern);
+* a variable-length path whose type never leads between its labels (``(:MeshPlace)-[:CONTAINS*]->
+  (:MeshPlace)``) or a class value of another label (``(:Object {class: 'lounge'})``): rejected with the
+  patterns or labels that do exist;
 * two patterns matching the same nodes (``(a:Object {class: 'light'}), (b:Object {class: 'light'})``)
   without ``a <> b``: added, so a node is not its own nearest neighbour at distance 0.
 """
@@ -53,6 +56,7 @@ def check_cypher(query: str, schema: GraphSchema) -> CheckResult:
         return result
     _fix_hops(result, schema)
     _distinct_pairs(result)
+    _misplaced_values(result, schema)
     _aggregates_in_where(result)
     _unbound(result)
     return result
@@ -76,12 +80,22 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
         if m is None:
             break
         pos = m.end("right") if m.group("right") else m.end("type")
-        if m.group("star"):
-            continue
         a = m.group("al") or _single(labels.get(m.group("av") or ""))
         b = m.group("bl") or _single(labels.get(m.group("bv") or ""))
         rtype = m.group("type")
         if not a or not b or a not in schema.node_counts or b not in schema.node_counts:
+            continue
+        if m.group("star"):
+            problem = _unreachable(
+                schema,
+                a,
+                b,
+                rtype,
+                directed=bool(m.group("left") or m.group("right")),
+                reverse=bool(m.group("left")) and not m.group("right"),
+            )
+            if problem:
+                result.problems.append(problem)
             continue
         if m.group("left") and not m.group("right"):
             src, dst = b, a
@@ -149,6 +163,48 @@ def _distinct_pairs(result: CheckResult) -> None:
     result.rewrites.append(
         f"({a}) and ({b}) match the same nodes: added {a} <> {b} so a node is not paired with itself"
     )
+
+
+def _unreachable(
+    schema: GraphSchema, a: str, b: str, rtype: str, *, directed: bool, reverse: bool
+) -> str | None:
+    """Why ``(a)-[:rtype*]->(b)`` can never match (None when it can): ``rtype`` edges never lead from ``a``
+    to ``b`` (``(:MeshPlace)-[:CONTAINS*]->(:MeshPlace)``: neighbours are ``*_CONNECTED``)."""
+    src, dst = (b, a) if reverse else (a, b)
+    edges = {(s, d) for (s, t, d) in schema.patterns if t == rtype}
+    if not edges:
+        return None  # an unknown type is the store's to report
+    if not directed:
+        edges |= {(d, s) for s, d in edges}
+    seen, frontier = set(), {src}
+    while frontier:
+        nxt = {d for s, d in edges if s in frontier} - seen
+        seen |= nxt
+        frontier = nxt
+    if dst in seen:
+        return None
+    joins = sorted({f"(:{s})-[:{t}]-(:{d})" for (s, t, d) in schema.patterns if {s, d} == {src, dst}})
+    hint = f"; {src} and {dst} are joined by " + ", ".join(joins) if joins else ""
+    return f"-[:{rtype}*]- never leads from {src} to {dst} in this graph{hint}"
+
+
+def _misplaced_values(result: CheckResult, schema: GraphSchema) -> None:
+    """``(o:Object {class: 'lounge'})``: a class value of another label (Room), which matches nothing."""
+    for m in re.finditer(r"\(\s*\w*\s*:\s*`?(\w+)`?\s*\{([^{}]*)\}", result.query):
+        label = m.group(1)
+        props = schema.node_properties.get(label)
+        if not props:
+            continue
+        for key, value in re.findall(r"(\w+)\s*:\s*'([^']*)'", m.group(2)):
+            info = props.get(key)
+            if info is None or not info.values or value in info.values:
+                continue
+            owner = schema.value_owner(value)
+            if owner is not None and owner[0] != label and owner[2] == value:
+                result.problems.append(
+                    f"'{value}' is a {owner[0]} {owner[1]}, not a {label} {key}: match it on a {owner[0]} node "
+                    f"(e.g. (r:{owner[0]} {{{owner[1]}: '{value}'}}))"
+                )
 
 
 def _single(labels: set[str] | None) -> str | None:
