@@ -176,6 +176,19 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
         (f"List all the {_plural(c2)}.", f"MATCH (o:{OB} {{class: '{c2}'}}) RETURN o.nodeSymbol"),
         (f"Is there a {cs}? Which one?", f"MATCH (o:{OB} {{class: '{cs}'}}) RETURN o.nodeSymbol"),
         (f"What kinds of {OB.lower()}s are there?", f"MATCH (o:{OB}) RETURN DISTINCT o.class"),
+        (
+            f"What is the most common kind of {OB.lower()}?",
+            f"MATCH (o:{OB}) WITH o.class AS c, count(o) AS n ORDER BY n DESC LIMIT 1 RETURN c",
+        ),
+        (
+            f"Which kinds of {OB.lower()} appear only once?",
+            f"MATCH (o:{OB}) WITH o.class AS c, count(o) AS n WHERE n = 1 RETURN c",
+        ),
+        (
+            f"Are there more {_plural(c1)} or more {_plural(c2)}?",
+            f"MATCH (o:{OB}) WHERE o.class IN ['{c1}', '{c2}'] WITH o.class AS c, count(o) AS n "
+            "ORDER BY n DESC LIMIT 1 RETURN c",
+        ),
         (f"How many {OB.lower()}s of each class are there?", f"MATCH (o:{OB}) RETURN o.class, count(o)"),
         (f"What is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.class"),
         (f"Where is {o2}?", f"MATCH (o:{OB} {{nodeSymbol: '{o2}'}}) RETURN o.center"),
@@ -293,6 +306,23 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 "WHERE b <> a RETURN DISTINCT b.nodeSymbol",
             ),
             (f"What is the center of {rl} {r2}?", f"MATCH (r:{R} {{nodeSymbol: '{r2}'}}) RETURN r.center"),
+            (
+                f"Which has more {_plural(c1)}, {r1} or {r2}?",
+                f"MATCH (r:{R}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] OPTIONAL MATCH (r)-[:CONTAINS*]->"
+                f"(o:{OB} {{class: '{c1}'}}) WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
+                "RETURN r.nodeSymbol",
+            ),
+            (
+                f"How many more {_plural(c2)} does {r1} have than {r2}?",
+                f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{OB} {{class: '{c2}'}}) "
+                f"WITH count(DISTINCT x) AS na MATCH (b:{R} {{nodeSymbol: '{r2}'}}) OPTIONAL MATCH "
+                f"(b)-[:CONTAINS*]->(y:{OB} {{class: '{c2}'}}) WITH na, count(DISTINCT y) AS nb RETURN na - nb",
+            ),
+            (
+                f"How many {_plural(c3)} does each {rl} have, 0 if none?",
+                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
+                "RETURN r.nodeSymbol, count(DISTINCT o)",
+            ),
         ]
         if rc1:
             ex += [
@@ -332,6 +362,21 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     "ORDER BY n ASC LIMIT 1 RETURN a.nodeSymbol",
                 ),
                 (
+                    f"Which {rl} is connected to the most other {rl}s?",
+                    f"MATCH (a:{R})-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n "
+                    "ORDER BY n DESC LIMIT 1 RETURN a.nodeSymbol",
+                ),
+                (
+                    f"How many {rl}-to-{rl} steps is the shortest way from {r1} to {r2}?",
+                    f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
+                    f"MATCH p = shortestPath((a)-[:{link}*..10]-(b)) RETURN length(p)",
+                ),
+                (
+                    f"Which pairs of {rl}s are directly connected?",
+                    f"MATCH (a:{R})-[:{link}]-(b:{R}) WHERE a.nodeSymbol < b.nodeSymbol "
+                    "RETURN a.nodeSymbol, b.nodeSymbol",
+                ),
+                (
                     f"Is {r1} connected to {r2}?",
                     f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
                     f"RETURN EXISTS {{ MATCH (a)-[:{link}]-(b) }}",
@@ -339,6 +384,19 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             ]
     if P and roles.place_link:
         pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
+        ex.append(
+            (
+                f"Which {P} has the most neighbouring {P} nodes?",
+                f"MATCH (a:{P})-[:{pl}]-(b:{P}) WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 "
+                "RETURN a.nodeSymbol",
+            )
+        )
+        ex.append(
+            (
+                f"Which {P} nodes have no neighbours?",
+                f"MATCH (a:{P}) WHERE NOT EXISTS {{ MATCH (a)-[:{pl}]-(:{P}) }} RETURN a.nodeSymbol",
+            )
+        )
         ex.append(
             (
                 f"How many {P} nodes are within 3 hops of {p0}, not counting {p0}?",
