@@ -623,6 +623,14 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
         return None
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells)
     asks_which = re.search(r"\bwhich\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
+    points = all(isinstance(v, dict) and {"x", "y"} <= set(v) for v in cells)
+    if (
+        answer_type in ("set", "list", "string")
+        and points
+        and asks_which
+        and not re.search(r"\b(where|position|location|coordinates?)\b", question, re.I)
+    ):
+        return "It returned positions, but the question asks which node: return n.nodeSymbol (ordered if needed)."
     if answer_type in ("set", "list", "string") and numeric and asks_which:
         return (
             f"It returned only numbers ({result.columns[0]} = {cells[0]}), but the question asks which node or "
