@@ -531,14 +531,18 @@ def test_run_cross_method_bench_runs_every_method_on_the_same_questions(
     }
     assert len(questions) == 2
 
-    def reply(messages: list[Any]) -> dict[str, Any]:
+    def reply(messages: list[Any]) -> dict[str, Any] | str:
         text = "\n".join(m.content or "" for m in messages)
         question = next(q for q in questions if q in text)
         wrong = "Retrieved subgraph:" in text and question.startswith("How many")
+        if "Reply with the Cypher query only" in text:  # the Cypher agent: a query whose row is the solution
+            solution = questions[question]
+            literal = solution if solution.isdigit() else f"'{solution}'"
+            return f"RETURN {literal} AS answer"
         return {
             "thought": "scripted",
             "action": "answer",
-            "input": questions[question],  # the Cypher agent's action format
+            "input": questions[question],
             "answer": "99" if wrong else questions[question],
             "target_object": question,
             "target_room": "",
