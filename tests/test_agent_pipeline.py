@@ -57,6 +57,7 @@ def test_linker_maps_synonyms_plurals_rooms_and_symbols(
 
 def test_linker_ignores_things_the_graph_lacks(linker: EntityLinker) -> None:
     assert linker.link("Where is the piano?") == []
+    assert linker.link("How many mesh places and objects are there?") == []  # class 'mesh_place' says nothing
     assert linker.link("Go to object 999999") == []  # no such node: not linked
 
 

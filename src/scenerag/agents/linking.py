@@ -413,8 +413,8 @@ class EntityLinker:
         return _dedupe(links)
 
     def _match(self, word: str) -> list[Link]:
-        if not word:
-            return []
+        if not word or word in _STOP or word.rstrip("s") in _STOP:
+            return []  # "objects", "room": generic words, even where a class has that name
         vocab = self.vocabulary()
         for form in _forms(word):
             if form in vocab.values:
@@ -468,12 +468,17 @@ def mask_question(question: str, links: Iterable[Link]) -> str:
 
 
 def build_vocabulary(store: GraphStore) -> _Vocabulary:
-    """Listed values of every label (from the schema) and the symbol letter of every label."""
+    """Listed values of every label (from the schema) and the symbol letter of every label. A class that
+    only repeats its label (``MeshPlace.class = 'mesh_place'``, ``Object.class = 'object'``) says nothing
+    and is left out: linking it would demand a pointless filter."""
     schema: GraphSchema = store.schema()
     vocab = _Vocabulary()
     for label, props in schema.node_properties.items():
+        plain = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower()
         for key, info in props.items():
             for value in info.values or ():
+                if value.lower() in (plain, plain.replace("_", "")):
+                    continue
                 vocab.values.setdefault(value.lower(), []).append((label, key))
                 if value.lower() != value:
                     vocab.values.setdefault(value, []).append((label, key))
