@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from scenerag.agents import prompts
 from scenerag.agents.answer_format import NOT_FOUND, format_rows
-from scenerag.agents.base import RunState, normalize_answer, sldp_problems
+from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
-from scenerag.agents.cypher_tool import summarize_rows
+from scenerag.agents.cypher_tool import is_symbol, result_symbols, summarize_rows
 from scenerag.agents.examples import CypherExample, ExampleLibrary
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.grounding import PddlGrounder
@@ -292,7 +292,7 @@ class CypherAgent:
         record.rows = len(result.rows)
         record.truncated = result.truncated
         record.elapsed_ms = result.elapsed_ms
-        record.symbols = _symbols(result.rows)
+        record.symbols = result_symbols(result.rows)
         if notes:
             state.result.context.setdefault("rewrites", []).extend(notes)
         return result, None
@@ -302,7 +302,7 @@ class CypherAgent:
         query names exists, or the question named things the query left out."""
         literals = re.findall(r"'([^']*)'", query)
         schema = self.store.schema()
-        missing = [v for v in literals if schema.value_owner(v) is None and not _is_symbol(v)]
+        missing = [v for v in literals if schema.value_owner(v) is None and not is_symbol(v)]
         if missing:
             return None  # it asked for something the graph does not hold: a true "not found"
         unused = [link for link in links if link.value not in literals]
@@ -431,7 +431,7 @@ class CypherAgent:
         except SceneRagError:
             return []
         items = value.items if isinstance(value, SldpSet) else (value,)
-        symbols = [i.value for i in items if isinstance(i, SldpString) and _is_symbol(i.value)]
+        symbols = [i.value for i in items if isinstance(i, SldpString) and is_symbol(i.value)]
         known = self.grounder.known_symbols(set(symbols))
         return [s for s in symbols if not labels or known.get(s) in labels]
 
@@ -524,9 +524,9 @@ def parse_reply(text: str, task: Task) -> _Draft:
                 cypher = ""
         g = re.search(r"(?is)goal\s*:\s*(\(.*)", text)
         if g:
-            goal = _balanced(g.group(1))
+            goal = extract_goal(g.group(1))
         elif text.lstrip().startswith("("):
-            goal = _balanced(text)
+            goal = extract_goal(text)
         return _Draft(cypher, goal)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     query_lines: list[str] = []
@@ -647,39 +647,5 @@ def _is_plural(mention: str, value: str) -> bool:
     return m != v and m.endswith("s") and not m.endswith("ss") and not v.endswith("s")
 
 
-def _balanced(text: str) -> str:
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return text[: i + 1]
-    return text.strip()
-
-
-def _is_symbol(value: str) -> bool:
-    return re.fullmatch(r"[A-Za-z]\d+", value) is not None
-
-
 def _labels(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-
-
-def _symbols(rows: Sequence[dict[str, Any]]) -> list[str]:
-    out: dict[str, None] = {}
-
-    def walk(v: Any) -> None:
-        if isinstance(v, str) and _is_symbol(v):
-            out.setdefault(v, None)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    for row in rows:
-        walk(row)
-    return list(out)

@@ -43,6 +43,18 @@ def _round(value: Any) -> Any:
     return value
 
 
+def is_symbol(value: str) -> bool:
+    """Whether ``value`` looks like a node symbol (``O12``, ``R3``, ``p4452``)."""
+    return _SYMBOL.match(value) is not None
+
+
+def result_symbols(rows: Any) -> list[str]:
+    """Node symbols found anywhere in query rows, in order of appearance."""
+    found: dict[str, None] = {}
+    _symbols(rows, found)
+    return list(found)
+
+
 def _symbols(value: Any, out: dict[str, None]) -> None:
     if isinstance(value, str) and _SYMBOL.match(value):
         out.setdefault(value, None)
@@ -144,8 +156,6 @@ class CypherTool:
         text = prefix + summarize_rows(result, self.budget_tokens, self.count_tokens)
         if not result.rows:
             text += self._empty_hint(ran)
-        found: dict[str, None] = {}
-        _symbols(result.rows, found)
         record = ToolRecord(
             "cypher_query",
             query,
@@ -154,7 +164,7 @@ class CypherTool:
             truncated=result.truncated,
             elapsed_ms=result.elapsed_ms,
             result_tokens=self.count_tokens(text),
-            symbols=list(found),
+            symbols=result_symbols(result.rows),
             ran=ran if notes else None,
         )
         return text, record

@@ -27,7 +27,7 @@ class GroundingError(SceneRagError):
         super().__init__(f"goal {goal!r} does not ground: " + "; ".join(problems))
 
 
-def _spellings(symbol: str) -> list[str]:
+def symbol_spellings(symbol: str) -> list[str]:
     """The symbol and its case variants (Hydra uses P for mesh places and p for 3D places)."""
     variants = [symbol, symbol.upper(), symbol.lower(), symbol[:1].swapcase() + symbol[1:]]
     return list(dict.fromkeys(variants))
@@ -44,7 +44,7 @@ class PddlGrounder:
         """``{symbol: label}`` for those of ``symbols`` (or their case variants) present in the database."""
         if not symbols:
             return {}
-        wanted = sorted({v for s in symbols for v in _spellings(s)})
+        wanted = sorted({v for s in symbols for v in symbol_spellings(s)})
         rows = self.store.query(LOOKUP, {"symbols": wanted}, max_rows=len(wanted) + 10).rows
         out: dict[str, str] = {}
         for row in rows:

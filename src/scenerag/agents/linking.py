@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from scenerag.agents.grounding import symbol_spellings
 from scenerag.graph import ontology as ont
 from scenerag.store.base import GraphStore
 from scenerag.store.schema import GraphSchema
@@ -450,7 +451,7 @@ class EntityLinker:
     def _known_symbol(self, symbol: str) -> str | None:
         rows = self.store.query(
             "MATCH (n) WHERE n.nodeSymbol IN $s RETURN n.nodeSymbol AS s LIMIT 1",
-            {"s": list(dict.fromkeys([symbol, symbol.upper(), symbol[:1].swapcase() + symbol[1:]]))},
+            {"s": symbol_spellings(symbol)},
         ).rows
         return str(rows[0]["s"]) if rows else None
 
