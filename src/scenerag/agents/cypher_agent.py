@@ -29,7 +29,7 @@ from scenerag.agents import prompts
 from scenerag.agents.answer_format import NOT_FOUND, format_rows
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
-from scenerag.agents.cypher_tool import is_symbol, result_symbols, summarize_rows
+from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
 from scenerag.agents.examples import CypherExample, ExampleLibrary
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.grounding import PddlGrounder
@@ -276,23 +276,21 @@ class CypherAgent:
         if self.config.auto_repair:
             ran, more = repair_query(ran, schema)
             notes += more
-        record = ToolRecord("cypher_query", cypher, False, ran=ran if ran != cypher else None)
-        state.result.tools.append(record)
+        rewritten = ran if ran != cypher else None
         if not checked.ok:
-            record.error = "; ".join(checked.problems)
-            return None, f"That query cannot work: {record.error}."
+            error = "; ".join(checked.problems)
+            state.result.tools.append(ToolRecord("cypher_query", cypher, False, error=error, ran=rewritten))
+            return None, f"That query cannot work: {error}."
         try:
             result = self.store.query(
                 ran, read_only=True, timeout_s=self.config.query_timeout_s, max_rows=self.config.max_rows
             )
         except SceneRagError as exc:
-            record.error = str(exc)
+            state.result.tools.append(
+                ToolRecord("cypher_query", cypher, False, error=str(exc), ran=rewritten)
+            )
             return None, f"That query failed: {str(exc).splitlines()[0]}"
-        record.ok = True
-        record.rows = len(result.rows)
-        record.truncated = result.truncated
-        record.elapsed_ms = result.elapsed_ms
-        record.symbols = result_symbols(result.rows)
+        state.result.tools.append(ran_record(cypher, result, ran=rewritten))
         if notes:
             state.result.context.setdefault("rewrites", []).extend(notes)
         return result, None

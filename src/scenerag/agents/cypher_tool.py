@@ -55,6 +55,20 @@ def result_symbols(rows: Any) -> list[str]:
     return list(found)
 
 
+def ran_record(query: str, result: QueryResult, *, ran: str | None = None) -> ToolRecord:
+    """The record of a query that ran: its row count, truncation, time and the symbols in its rows."""
+    return ToolRecord(
+        "cypher_query",
+        query,
+        True,
+        rows=len(result.rows),
+        truncated=result.truncated,
+        elapsed_ms=result.elapsed_ms,
+        symbols=result_symbols(result.rows),
+        ran=ran,
+    )
+
+
 def _symbols(value: Any, out: dict[str, None]) -> None:
     if isinstance(value, str) and _SYMBOL.match(value):
         out.setdefault(value, None)
@@ -156,15 +170,6 @@ class CypherTool:
         text = prefix + summarize_rows(result, self.budget_tokens, self.count_tokens)
         if not result.rows:
             text += self._empty_hint(ran)
-        record = ToolRecord(
-            "cypher_query",
-            query,
-            True,
-            rows=len(result.rows),
-            truncated=result.truncated,
-            elapsed_ms=result.elapsed_ms,
-            result_tokens=self.count_tokens(text),
-            symbols=result_symbols(result.rows),
-            ran=ran if notes else None,
-        )
+        record = ran_record(query, result, ran=ran if notes else None)
+        record.result_tokens = self.count_tokens(text)
         return text, record
