@@ -112,6 +112,9 @@ def _row(q: Any, data: dict[str, Any], wall: float) -> dict[str, Any]:
         "queries": [t.get("input") for t in data.get("tools", [])],
         "error": data.get("error"),
         "not_found": bool((data.get("context") or {}).get("not_found")),
+        "links": (data.get("context") or {}).get("links", []),
+        "examples": (data.get("context") or {}).get("examples", []),
+        "rewrites": (data.get("context") or {}).get("rewrites", []),
     }
 
 
@@ -156,6 +159,7 @@ def main() -> None:
     parser.add_argument("--graph", type=Path, default=DATA / "hydra_small_indoor_dsg.json")
     parser.add_argument("--tag", action="append", help="keep questions with this tag (repeatable)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many questions")
+    parser.add_argument("--uid", action="append", help="keep the question with this id (repeatable)")
     parser.add_argument("--llm", default="local")
     parser.add_argument("--mode", default="agentic", choices=["agentic", "feedforward"])
     parser.add_argument("--max-tool-calls", type=int, default=3)
@@ -171,6 +175,8 @@ def main() -> None:
     questions = [q for f in args.questions for q in load_questions(f)]
     if args.tag:
         questions = [q for q in questions if set(args.tag) & set(q.tags)]
+    if args.uid:
+        questions = [q for q in questions if q.uid in set(args.uid)]
     if args.limit:
         questions = questions[: args.limit]
     record = BenchRecord(args, llm=f"live {args.llm}", perception="oracle (the scene graph file)")

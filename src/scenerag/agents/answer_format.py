@@ -37,6 +37,15 @@ _ORDER_WORDS = re.compile(
 )
 
 
+_YES_NO = re.compile(r"\s*(is|are|does|do|can|has|have|was|were|could|should)\b", re.I)
+_ASKS_WHICH = re.compile(r"\b(which|what|where|list|name|give|how)\b", re.I)
+
+
+def is_yes_no_question(question: str) -> bool:
+    """ "Are the lounge and R5 connected?" (not "Is there a bag? Which one?")."""
+    return bool(_YES_NO.match(question)) and not _ASKS_WHICH.search(question)
+
+
 def _is_point(v: Any) -> bool:
     return (
         isinstance(v, dict)
@@ -112,11 +121,22 @@ def format_rows(
     """SLDP text of the answer held by ``rows`` (see the module docstring), or None when unclear."""
     columns = list(columns) or (list(rows[0]) if rows else [])
     rows = [dict(r) for r in rows]
+    cells_all = [v for r in rows for v in r.values()]
+    if len(cells_all) == 1 and isinstance(cells_all[0], bool) and is_yes_no_question(question):
+        return "yes" if cells_all[0] else "no"  # "Is the lounge next to R5?" is answered as a person would
     if not rows or not columns:
         return "0" if answer_type == "number" and _AGGREGATE.search(query or "") is None else NOT_FOUND
     single = bool(_LIMIT1.search(query)) or (
         len(rows) == 1 and bool(_AGGREGATE.search(_return_clause(query))) and not _collects(query)
     )
+    if (
+        len(columns) == 2
+        and re.search(r"\bpairs?\b", question, re.I)
+        and answer_type in (None, "set", "list")
+    ):
+        pairs = _symbol_pairs(columns, rows)
+        if pairs is not None:  # "List every pair of connected rooms": <<R1, R2>, <R2, R3>>
+            return pairs
     if answer_type == "dict" or (answer_type is None and _dict_like(columns, rows)):
         return _as_dict(columns, rows)
     if answer_type is None and len(columns) > 2:
@@ -165,6 +185,21 @@ def _as_set_or_list(
     if not items:
         return NOT_FOUND
     return format_sldp(SldpList(tuple(items)) if ordered else SldpSet(tuple(items)))
+
+
+def _symbol_pairs(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
+    """Rows of two node symbols as a set of unordered pairs (each pair once); None for other rows."""
+    pairs: list[SldpValue] = []
+    seen: set[frozenset[str]] = set()
+    for row in rows:
+        a, b = (row.get(c) for c in columns)
+        if not all(isinstance(v, str) and re.fullmatch(r"[A-Za-z]\d+", v) for v in (a, b)):
+            return None
+        key = frozenset((a, b))
+        if key not in seen and a != b:
+            seen.add(key)
+            pairs.append(SldpSet((SldpString(a), SldpString(b))))  # type: ignore[arg-type]
+    return format_sldp(SldpSet(tuple(pairs))) if pairs else None
 
 
 def _dict_like(columns: list[str], rows: list[dict[str, Any]]) -> bool:

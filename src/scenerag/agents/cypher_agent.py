@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from scenerag.agents import prompts
-from scenerag.agents.answer_format import NOT_FOUND, format_rows
+from scenerag.agents.answer_format import NOT_FOUND, format_rows, is_yes_no_question
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
@@ -252,14 +252,30 @@ class CypherAgent:
         return 1 if self.config.mode == "feedforward" else max(1, self.config.max_tool_calls)
 
     def _generate(self, state: RunState, task: Task) -> _Draft:
-        mark = time.perf_counter()
-        resp = self.model.chat(state.messages, max_tokens=self.config.max_reply_tokens, stop=list(_STOP))
-        timings = state.result.context.setdefault("timings_s", {})
-        timings["llm"] = timings.get("llm", 0.0) + time.perf_counter() - mark
-        state.add_usage(resp.usage)
-        text = resp.message.content
+        """One reply; a correction that repeats a query already tried is sampled again (temperature 0.7,
+        seeded): greedy decoding that rewrites the same failing query would waste the remaining attempts."""
+        tried = {_normalized(t.input) for t in state.result.tools}
+        draft = None
+        for temperature, seed in ((0.0, 0), (0.7, len(state.result.tools))):
+            mark = time.perf_counter()
+            resp = self.model.chat(
+                state.messages,
+                max_tokens=self.config.max_reply_tokens,
+                stop=list(_STOP),
+                temperature=temperature,
+                seed=seed,
+            )
+            timings = state.result.context.setdefault("timings_s", {})
+            timings["llm"] = timings.get("llm", 0.0) + time.perf_counter() - mark
+            state.add_usage(resp.usage)
+            text = resp.message.content
+            draft = parse_reply(text, task)
+            if not draft.cypher or _normalized(draft.cypher) not in tried:
+                break
+            state.result.context["resampled"] = state.result.context.get("resampled", 0) + 1
+        assert draft is not None
         state.messages.append(Message.assistant(text.strip()))
-        return parse_reply(text, task)
+        return draft
 
     def _retry(self, state: RunState, attempt: int, feedback: str, what: str = "query") -> bool:
         """Send ``feedback`` back when another attempt is allowed; False when the budget is spent."""
@@ -342,6 +358,9 @@ class CypherAgent:
                     continue
                 break
             if not result.rows:
+                if is_yes_no_question(question) and answer_type in (None, "string"):
+                    self._accept(state, "no")  # nothing matches "Are A and B connected?": no
+                    return
                 diagnosis = self._empty_diagnosis(draft.cypher, links)
                 if diagnosis and self._retry(state, attempt, diagnosis):
                     continue
@@ -349,6 +368,17 @@ class CypherAgent:
                 state.result.context["not_found"] = True
                 return
             mismatch = shape_mismatch(result, answer_type, question)
+            if mismatch:
+                fixed = symbol_return(draft.cypher)
+                if (
+                    fixed is not None
+                ):  # "which sign is highest" returned o.center: return o.nodeSymbol instead
+                    again, _ = self._execute(state, fixed)
+                    if again is not None and again.rows and not shape_mismatch(again, answer_type, question):
+                        state.result.context.setdefault("rewrites", []).append(
+                            "the question asks which node: returned its nodeSymbol instead"
+                        )
+                        draft, result, mismatch = _Draft(fixed), again, None
             if mismatch and self._retry(state, attempt, mismatch):
                 continue
             answer = format_rows(
@@ -551,7 +581,8 @@ def _describes_more(phrase: str, links: Sequence[Link]) -> bool:
 
 
 def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
-    """Links whose value the query never names (a symbol, or a class value as a string literal)."""
+    """Links whose value the query never names (a symbol, or a class value as a string literal, or one of the
+    class's listed nodes)."""
     literals = {v.lower() for v in re.findall(r"'([^']*)'", query)} | {
         v.lower() for v in re.findall(r'"([^"]*)"', query)
     }
@@ -561,6 +592,8 @@ def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
             continue
         if link.key == ont.SYMBOL_KEY and re.search(rf"\b{re.escape(link.value)}\b", query):
             continue
+        if link.key != ont.SYMBOL_KEY and any(s.lower() in literals for s in link.symbols):
+            continue  # "the lounge" matched by its symbol R1
         out.append(link)
     return out
 
@@ -637,6 +670,28 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
     if answer_type == "number" and not any(isinstance(v, (int, float)) for v in cells) and len(cells) == 1:
         return "It returned a name, but the question asks for a number: return the count or the measure."
     return None
+
+
+_RETURN_PROPERTY = re.compile(
+    r"\bRETURN\s+(DISTINCT\s+)?([A-Za-z_]\w*)\.\w+(?:\.[xyz]|\[\d\])?(?:\s+AS\s+\w+)?(?=\s+ORDER\b|\s+LIMIT\b|\s*$)",
+    re.I,
+)
+
+
+def symbol_return(query: str) -> str | None:
+    """``query`` returning the node's symbol instead of one of its properties (``RETURN o.center ORDER BY
+    o.center.z DESC LIMIT 1`` -> ``RETURN o.nodeSymbol ...``); None when the RETURN is anything else."""
+    m = _RETURN_PROPERTY.search(query)
+    if m is None or re.search(rf"\.{ont.SYMBOL_KEY}\b", m.group(0)):
+        return None
+    symbol = f"RETURN {m.group(1) or ''}{m.group(2)}.{ont.SYMBOL_KEY}"
+    if re.search(r"\s+AS\s+\w+$", m.group(0), re.I):  # ORDER BY may use the alias: keep it as a column
+        symbol += ", " + re.sub(r"(?i)^RETURN\s+(DISTINCT\s+)?", "", m.group(0))
+    return query[: m.start()] + symbol + query[m.end() :]
+
+
+def _normalized(query: str) -> str:
+    return " ".join(query.split()).rstrip(";").lower()
 
 
 def _is_plural(mention: str, value: str) -> bool:

@@ -27,7 +27,10 @@ from scenerag.store.schema import GraphSchema
 __all__ = ["CheckResult", "check_cypher"]
 
 _NODE = r"\(\s*(?P<{v}>[A-Za-z_]\w*)?\s*(?::\s*`?(?P<{l}>[A-Za-z_]\w*)`?)?\s*(?:\{{[^{{}}]*\}})?\s*\)"
-_REL = r"(?P<left><)?-\s*\[\s*(?P<rv>[A-Za-z_]\w*)?\s*:\s*(?P<type>[A-Za-z_]\w*)\s*(?P<star>\*[\d.\s]*)?\]\s*-(?P<right>>)?"
+_REL = (
+    r"(?P<rel>(?P<left><)?-\s*\[\s*(?P<rv>[A-Za-z_]\w*)?\s*:\s*(?P<type>[A-Za-z_]\w*)\s*"
+    r"(?P<star>\*[\d.\s]*)?\]\s*-(?P<right>>)?)"
+)
 _HOP = re.compile(_NODE.format(v="av", l="al") + r"\s*" + _REL + r"\s*" + _NODE.format(v="bv", l="bl"))
 _AGG = re.compile(r"\b(count|sum|avg|min|max|collect|stdev)\s*\(", re.I)
 _CLAUSE = re.compile(r"\b(WITH|RETURN|MATCH|OPTIONAL|ORDER|UNWIND|CALL)\b", re.I)
@@ -54,6 +57,7 @@ def check_cypher(query: str, schema: GraphSchema) -> CheckResult:
     result = CheckResult(query)
     if not schema.node_counts:
         return result
+    _label_named_by_class(result, schema)
     _fix_hops(result, schema)
     _distinct_pairs(result)
     _misplaced_values(result, schema)
@@ -72,7 +76,7 @@ def _var_labels(query: str) -> dict[str, set[str]]:
 def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
     labels = _var_labels(result.query)
     chains = schema.containment_chains()
-    out, last = [], 0
+    edits: list[tuple[int, int, str]] = []
     query = result.query
     pos = 0
     while True:
@@ -85,21 +89,26 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
         rtype = m.group("type")
         if not a or not b or a not in schema.node_counts or b not in schema.node_counts:
             continue
+        left, right = bool(m.group("left")), bool(m.group("right"))
         if m.group("star"):
-            problem = _unreachable(
-                schema,
-                a,
-                b,
-                rtype,
-                directed=bool(m.group("left") or m.group("right")),
-                reverse=bool(m.group("left")) and not m.group("right"),
-            )
-            if problem:
+            directed = left != right
+            problem = _unreachable(schema, a, b, rtype, directed=directed, reverse=left and not right)
+            if (
+                problem
+                and directed
+                and not _unreachable(schema, a, b, rtype, directed=True, reverse=not (left and not right))
+            ):
+                edits.append((m.start("rel"), m.end("rel"), _flipped(m.group("rel"))))
+                src, dst = (b, a) if left else (a, b)
+                result.rewrites.append(
+                    f"-[:{rtype}*]-> never leads from {src} to {dst}, only from {dst} to {src}: turned the arrow"
+                )
+            elif problem:
                 result.problems.append(problem)
             continue
-        if m.group("left") and not m.group("right"):
+        if left and not right:
             src, dst = b, a
-        elif m.group("right") and not m.group("left"):
+        elif right and not left:
             src, dst = a, b
         else:  # undirected: fine if either direction exists
             if (a, rtype, b) in schema.patterns or (b, rtype, a) in schema.patterns:
@@ -107,33 +116,60 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
             src, dst = a, b
         if (src, rtype, dst) in schema.patterns:
             continue
-        if rtype == ont.CONTAINS and any(
-            src in ch and dst in ch and ch.index(src) < ch.index(dst) for ch in chains
-        ):
-            out.append(query[last : m.end("type")])
-            out.append("*")
-            last = m.end("type")
+        if rtype != ont.CONTAINS:
+            existing = sorted({f"(:{s})-[:{t}]->(:{d})" for (s, t, d) in schema.patterns if src in (s, d)})
+            result.problems.append(
+                f"({src})-[:{rtype}]->({dst}) never occurs in this graph; patterns with {src}: "
+                + ", ".join(existing[:8])
+            )
+            continue
+        forward = any(src in ch and dst in ch and ch.index(src) < ch.index(dst) for ch in chains)
+        backward = any(src in ch and dst in ch and ch.index(src) > ch.index(dst) for ch in chains)
+        if backward and not (left or right):  # undirected: either way round is fine once it has a *
+            forward, backward = True, False
+        if forward:
+            rel = m.group("rel")
+            edits.append(
+                (m.start("rel"), m.end("rel"), rel[: rel.index("]")].rstrip() + "*" + rel[rel.index("]") :])
+            )
             result.rewrites.append(
                 f"({src})-[:CONTAINS]->({dst}) never occurs ({dst} is not directly inside {src}): "
                 f"used -[:CONTAINS*]->"
             )
-            continue
-        if rtype == ont.CONTAINS and any(
-            src in ch and dst in ch and ch.index(src) > ch.index(dst) for ch in chains
-        ):
-            result.problems.append(
-                f"the pattern ({src})-[:CONTAINS]->({dst}) points the wrong way: CONTAINS goes from parent to "
-                f"child, e.g. ({dst})-[:CONTAINS*]->({src})"
+        elif backward:
+            rel = _flipped(m.group("rel"))
+            direct = (dst, rtype, src) in schema.patterns
+            if not direct:
+                rel = rel[: rel.index("]")].rstrip() + "*" + rel[rel.index("]") :]
+            edits.append((m.start("rel"), m.end("rel"), rel))
+            result.rewrites.append(
+                f"({src})-[:CONTAINS]->({dst}) points the wrong way (CONTAINS goes from parent to child): "
+                f"used ({dst})-[:CONTAINS{'' if direct else '*'}]->({src})"
             )
-            continue
-        existing = sorted({f"(:{s})-[:{t}]->(:{d})" for (s, t, d) in schema.patterns if src in (s, d)})
-        result.problems.append(
-            f"({src})-[:{rtype}]->({dst}) never occurs in this graph; patterns with {src}: "
-            + ", ".join(existing[:8])
-        )
-    if last:
+        else:
+            existing = sorted({f"(:{s})-[:{t}]->(:{d})" for (s, t, d) in schema.patterns if src in (s, d)})
+            result.problems.append(
+                f"({src})-[:{rtype}]->({dst}) never occurs in this graph; patterns with {src}: "
+                + ", ".join(existing[:8])
+            )
+    if edits:
+        out, last = [], 0
+        for start, end, text in sorted(edits):
+            if start < last:
+                continue
+            out.append(query[last:start])
+            out.append(text)
+            last = end
         out.append(query[last:])
         result.query = "".join(out)
+
+
+def _flipped(rel: str) -> str:
+    """``-[:T*]->`` as ``<-[:T*]-`` and back."""
+    rel = rel.strip()
+    if rel.startswith("<"):
+        return rel[1:].rstrip() + ">"
+    return "<" + rel[:-1].rstrip() if rel.endswith(">") else rel
 
 
 _PAIR = re.compile(
@@ -186,6 +222,30 @@ def _unreachable(
     joins = sorted({f"(:{s})-[:{t}]-(:{d})" for (s, t, d) in schema.patterns if {s, d} == {src, dst}})
     hint = f"; {src} and {dst} are joined by " + ", ".join(joins) if joins else ""
     return f"-[:{rtype}*]- never leads from {src} to {dst} in this graph{hint}"
+
+
+def _label_named_by_class(result: CheckResult, schema: GraphSchema) -> None:
+    """``(p:Object {class: 'mesh_place'})`` where ``mesh_place`` is the one class of every MeshPlace node: the
+    model means that label, so the label is rewritten (``(p:MeshPlace {class: 'mesh_place'})``)."""
+
+    def fix(m: re.Match[str]) -> str:
+        label, value = m.group("label"), m.group("value")
+        owner = schema.value_owner(value)
+        if owner is None or owner[0] == label or owner[1] != ont.CLASS_KEY or label not in schema.node_counts:
+            return m.group(0)
+        info = schema.node_properties.get(owner[0], {}).get(ont.CLASS_KEY)
+        if info is None or list(info.values or ()) != [owner[2]]:
+            return m.group(0)
+        result.rewrites.append(
+            f"'{value}' is the class of every {owner[0]} node: matched (:{owner[0]}) instead of (:{label})"
+        )
+        return m.group(0).replace(m.group("label"), owner[0], 1)
+
+    result.query = re.sub(
+        r"\(\s*\w*\s*:\s*`?(?P<label>\w+)`?\s*\{[^{}]*\bclass\s*:\s*'(?P<value>[^']*)'[^{}]*\}",
+        fix,
+        result.query,
+    )
 
 
 def _misplaced_values(result: CheckResult, schema: GraphSchema) -> None:

@@ -154,6 +154,53 @@ _MASS_NOUNS = frozenset(
 )
 
 
+_RESERVED = frozenset(
+    [
+        "x",
+        "o",
+        "a",
+        "b",
+        "r",
+        "p",
+        "n",
+        "match",
+        "return",
+        "where",
+        "with",
+        "order",
+        "by",
+        "limit",
+        "in",
+        "as",
+        "and",
+        "or",
+        "not",
+        "is",
+        "null",
+        "true",
+        "false",
+        "distinct",
+        "case",
+        "when",
+        "then",
+        "else",
+        "end",
+        "count",
+        "exists",
+        "all",
+        "any",
+        "none",
+        "single",
+    ]
+)
+
+
+def _var_name(cls: str) -> str:
+    """A Cypher variable named after a class (``bag``, ``trash_can``), or ``ref`` where that cannot be."""
+    name = re.sub(r"\W", "_", cls.lower())
+    return name if re.fullmatch(r"[a-z_]\w*", name) and name not in _RESERVED else "ref"
+
+
 def _pick(items: Sequence[Any], i: int, default: Any) -> Any:
     return items[i % len(items)] if items else default
 
@@ -170,6 +217,7 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     o1, _, p1 = _pick(v.leaves, 3, ("O1", c1, (0.0, 0.0, 0.0)))
     o2, _, _ = _pick(v.leaves, 11, ("O2", c2, (1.0, 0.0, 0.0)))
     x, y, z = (round(t + d, 1) for t, d in zip(p1, (0.6, -0.4, 0.2), strict=True))
+    rv = _var_name(cs)  # the reference node named after its class: small models then filter the right node
     ex: list[tuple[str, str]] = [
         (f"How many {OB.lower()}s are there?", f"MATCH (o:{OB}) RETURN count(o)"),
         (f"How many {_plural(c1)} are there?", f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN count(o)"),
@@ -209,8 +257,8 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
         ),
         (
             f"Which {c2} is nearest to the {cs}?",
-            f"MATCH (x:{OB} {{class: '{c2}'}}), (ref:{OB} {{class: '{cs}'}}) "
-            "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1",
+            f"MATCH (x:{OB} {{class: '{c2}'}}), ({rv}:{OB} {{class: '{cs}'}}) "
+            f"RETURN x.nodeSymbol ORDER BY point.distance(x.center, {rv}.center) LIMIT 1",
         ),
         (
             f"Which {c1} is farthest from the origin?",
@@ -229,10 +277,54 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
         ),
         (
             f"How many {_plural(c2)} are near the {cs}, within 5 meters?",
-            f"MATCH (x:{OB} {{class: '{c2}'}}), (ref:{OB} {{class: '{cs}'}}) WHERE "
-            "point.distance(x.center, ref.center) < 5 RETURN count(DISTINCT x)",
+            f"MATCH (x:{OB} {{class: '{c2}'}}), ({rv}:{OB} {{class: '{cs}'}}) WHERE "
+            f"point.distance(x.center, {rv}.center) < 5 RETURN count(DISTINCT x)",
         ),
     ]
+    o3, _, _ = _pick(v.leaves, 17, ("O3", c3, (0.0, 1.0, 0.0)))
+    heights = sorted(p[2] for _, _, p in v.leaves) or [1.0]
+    high = round(heights[(3 * len(heights)) // 4], 1)  # a height some leaves are above
+    ex += [
+        (
+            f"What is the closest thing to the {cs}?",
+            f"MATCH (x:{OB}), ({rv}:{OB} {{class: '{cs}'}}) WHERE x <> {rv} "
+            f"RETURN x.nodeSymbol ORDER BY point.distance(x.center, {rv}.center) LIMIT 1",
+        ),
+        (
+            f"What is within 2 meters of the {cs}?",
+            f"MATCH (x:{OB}), ({rv}:{OB} {{class: '{cs}'}}) WHERE x <> {rv} AND "
+            f"point.distance(x.center, {rv}.center) < 2 RETURN x.nodeSymbol",
+        ),
+        (
+            f"How far is the {cs} from the nearest {c2}?",
+            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c2}'}}) "
+            "RETURN min(point.distance(a.center, b.center))",
+        ),
+        (
+            f"Is {o1} closer to {o2} or to {o3}?",
+            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b.nodeSymbol IN ['{o2}', '{o3}'] "
+            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
+        ),
+        (
+            f"Which {c1} is the highest up?",
+            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1",
+        ),
+        (
+            f"Which {OB.lower()} is the lowest?",
+            f"MATCH (o:{OB}) RETURN o.nodeSymbol ORDER BY o.center.z ASC LIMIT 1",
+        ),
+        (
+            f"Which {OB.lower()}s are more than {high} m above the floor?",
+            f"MATCH (o:{OB}) WHERE o.center.z > {high} RETURN o.nodeSymbol",
+        ),
+    ]
+    if roles.has_bbox:
+        ex.append(
+            (
+                f"Which {OB.lower()} has the largest bounding box height?",
+                f"MATCH (o:{OB}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1",
+            )
+        )
     if roles.has_bbox:
         ex.append((f"How big is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.bbox_dim"))
         ex.append(
@@ -351,6 +443,11 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             ]
         if roles.region_link:
             link = roles.region_link
+            pair = store.query(  # two regions with a common neighbour
+                f"MATCH (a:{R})-[:{link}]-(c:{R})-[:{link}]-(b:{R}) WHERE a.nodeSymbol < b.nodeSymbol "
+                "RETURN a.nodeSymbol AS a, b.nodeSymbol AS b ORDER BY a, b LIMIT 1"
+            ).rows
+            ra, rb = (str(pair[0]["a"]), str(pair[0]["b"])) if pair else (r1, r2)
             ex += [
                 (
                     f"Which {rl}s are adjacent to {r2}?",
@@ -377,11 +474,47 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     "RETURN a.nodeSymbol, b.nodeSymbol",
                 ),
                 (
+                    f"Which {rl}s are next to both {ra} and {rb}?",
+                    f"MATCH (a:{R} {{nodeSymbol: '{ra}'}})-[:{link}]-(c:{R})-[:{link}]-(b:{R} {{nodeSymbol: '{rb}'}}) "
+                    "RETURN DISTINCT c.nodeSymbol",
+                ),
+                (
+                    f"Which {rl}s can I get to from {r2} in at most two moves?",
+                    f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}*1..2]-(b:{R}) WHERE b <> a "
+                    "RETURN DISTINCT b.nodeSymbol",
+                ),
+                (
                     f"Is {r1} connected to {r2}?",
                     f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
                     f"RETURN EXISTS {{ MATCH (a)-[:{link}]-(b) }}",
                 ),
             ]
+    if R and P:
+        pr = f"(r:{R})-[:CONTAINS*]->(p:{P})"
+        rcx = _pick(v.region_classes, 0, None)
+        ex += [
+            (
+                f"How many {P} nodes does {_pick(v.regions, 1, 'R2')} have?",
+                f"MATCH (r:{R} {{nodeSymbol: '{_pick(v.regions, 1, 'R2')}'}})-[:CONTAINS*]->(p:{P}) "
+                "RETURN count(DISTINCT p)",
+            ),
+            (
+                f"Which {R.lower()}s have the fewest {P} nodes?",
+                f"MATCH {pr} WITH r, count(DISTINCT p) AS n WITH collect({{s: r.nodeSymbol, n: n}}) AS rows, "
+                "min(n) AS m UNWIND rows AS row WITH row, m WHERE row.n = m RETURN row.s",
+            ),
+            (
+                f"Which {OB.lower()}s are not in any {R.lower()}?",
+                f"MATCH (o:{OB}) WHERE NOT EXISTS {{ MATCH (:{R})-[:CONTAINS*]->(o) }} RETURN o.nodeSymbol",
+            ),
+        ]
+        if rcx:
+            ex.append(
+                (
+                    f"How many {P} nodes make up the {rcx}?",
+                    f"MATCH (r:{R} {{class: '{rcx}'}})-[:CONTAINS*]->(p:{P}) RETURN count(DISTINCT p)",
+                )
+            )
     if P and roles.place_link:
         pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
         ex.append(
@@ -409,6 +542,26 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     f"How many {OB.lower()}s are in {P} nodes within 4 hops of the {cs}'s {P}, other than the {cs}?",
                     f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}*0..4]-(q:{P})-[:CONTAINS]->"
                     f"(o:{OB}) WHERE o <> a RETURN count(DISTINCT o)",
+                )
+            )
+            ex.append(
+                (
+                    f"Which other {OB.lower()}s share a {P} with the {cs}?",
+                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:CONTAINS]->(b:{OB}) WHERE b <> a "
+                    "RETURN DISTINCT b.nodeSymbol",
+                )
+            )
+            ex.append(
+                (
+                    f"How many {pl} hops separate the {P} of the {cs} from the {P} of {o2}?",
+                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P}), (b:{OB} {{nodeSymbol: '{o2}'}})"
+                    f"<-[:CONTAINS]-(q:{P}) MATCH s = shortestPath((p)-[:{pl}*..50]-(q)) RETURN length(s)",
+                )
+            )
+            ex.append(
+                (
+                    f"Which {P} is the {cs} on?",
+                    f"MATCH (p:{P})-[:CONTAINS]->(o:{OB} {{class: '{cs}'}}) RETURN p.nodeSymbol",
                 )
             )
             ex.append(

@@ -137,10 +137,14 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "corridors": ("hallway", "corridor"),
     "passage": ("hallway",),
     "lobby": ("lounge", "lobby"),
-    "common": ("lounge",),
-    "break": ("lounge",),
-    "sitting": ("lounge", "living_room"),
-    "living": ("living_room", "lounge"),
+    # adjectives only name a room with their noun ("the most common kind" is no lounge)
+    "common room": ("lounge",),
+    "common area": ("lounge",),
+    "break room": ("lounge",),
+    "sitting room": ("lounge", "living_room"),
+    "sitting area": ("lounge", "living_room"),
+    "living room": ("living_room", "lounge"),
+    "living area": ("living_room", "lounge"),
     "bedroom": ("bedroom",),
     "bathroom": ("bathroom",),
     "restroom": ("bathroom",),
@@ -148,6 +152,9 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "kitchen": ("kitchen",),
     "office": ("office",),
 }
+
+#: two-word phrases whose words name no node ("bounding box" is a measure, not a box)
+_NOT_ENTITIES = frozenset({"bounding box", "bounding boxes", "floor plan", "point cloud"})
 
 _STOP = frozenset(
     [
@@ -263,6 +270,9 @@ _STOP = frozenset(
         "located",
         "stand",
         "standing",
+        "sit",
+        "sits",
+        "sitting",
         "go",
         "get",
         "grab",
@@ -398,6 +408,9 @@ class EntityLinker:
                 continue
             # two-word values first ("living room", "trash can"), then the word
             pair = f"{word} {words[i + 1][0]}" if i + 1 < len(words) else ""
+            if pair in _NOT_ENTITIES:
+                i += 2
+                continue
             found = self._match(pair.replace(" ", "_")) or self._match(pair) if pair else []
             if found:
                 links.extend(Link(pair, f.label, f.key, f.value, f.how, f.symbols) for f in found)
@@ -411,7 +424,7 @@ class EntityLinker:
             i += 1
         if self.embedder is not None and unmatched:
             links.extend(self._embedding_links(unmatched))
-        return _dedupe(links)
+        return _without_restated_classes(_dedupe(links), lowered)
 
     def _match(self, word: str) -> list[Link]:
         if not word or word in _STOP or word.rstrip("s") in _STOP:
@@ -509,6 +522,27 @@ def _forms(word: str) -> list[str]:
     if word.endswith("s"):
         forms.append(word[:-1])
     return forms
+
+
+def _without_restated_classes(links: list[Link], lowered: str) -> list[Link]:
+    """Drops a class link that only restates the kind of a symbol next to it ("hallway R2", "seat O89"): the
+    symbol says which node; the class would invite matching all of them."""
+    named = [link for link in links if link.key == ont.SYMBOL_KEY]
+    out = []
+    for link in links:
+        restated = link.key != ont.SYMBOL_KEY and any(
+            sym.value in link.symbols
+            or (sym.label == link.label and not link.symbols)  # large classes list no members
+            for sym in named
+            if re.search(
+                rf"\b{re.escape(link.mention.lower())}\s+{re.escape(sym.mention.lower())}\b"
+                rf"|\b{re.escape(sym.mention.lower())}\s+(?:the\s+)?{re.escape(link.mention.lower())}\b",
+                lowered,
+            )
+        )
+        if not restated:
+            out.append(link)
+    return out
 
 
 def _dedupe(links: list[Link]) -> list[Link]:

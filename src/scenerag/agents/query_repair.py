@@ -7,16 +7,21 @@ Rules (each only fires when the schema proves the original cannot match anything
 2. A string literal that is not a stored value of any listed property but equals one up to case or a plural
    ``s``: ``'Lounge'`` becomes ``'lounge'``.
 3. A class value given as a symbol: ``{nodeSymbol: 'lounge'}`` / ``r.nodeSymbol = 'lounge'`` where
-   ``lounge`` is a class value becomes ``{class: 'lounge'}`` / ``r.class = 'lounge'``.
+   ``lounge`` is a class value becomes ``{class: 'lounge'}`` / ``r.class = 'lounge'``; and the other way
+   round, a symbol given as a class (``{class: 'R5'}``) is matched on ``nodeSymbol``.
 
 Every rewrite is reported back to the model, so it also learns the right form.
 """
 
 from __future__ import annotations
 
+import re
+
 from scenerag.graph import ontology as ont
 from scenerag.store.cypher import Token, tokenize
 from scenerag.store.schema import GraphSchema
+
+_SYMBOL = re.compile(r"^[A-Za-z]\d+$")
 
 
 def _quote(value: str) -> str:
@@ -57,10 +62,18 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
         if tok.kind == "string":
             literal = tok.text[1:-1]
             owner = schema.value_owner(literal)
+            key_tok = _key_before(toks, i)
+            if (
+                owner is None
+                and key_tok is not None
+                and key_tok.text == ont.CLASS_KEY
+                and _SYMBOL.match(literal)
+            ):
+                edits.append((key_tok.start, key_tok.end, ont.SYMBOL_KEY))
+                notes.append(f"'{literal}' is a node symbol, not a class: matched it on nodeSymbol")
             if owner is None:
                 continue
             _, key, value = owner
-            key_tok = _key_before(toks, i)
             if key_tok is not None and key_tok.text == ont.SYMBOL_KEY and key == ont.CLASS_KEY:
                 edits.append((key_tok.start, key_tok.end, ont.CLASS_KEY))
                 notes.append(f"'{literal}' is a class, not a nodeSymbol: matched it on class")
