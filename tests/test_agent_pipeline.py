@@ -11,12 +11,12 @@ import pytest
 from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import NOT_FOUND, format_rows
-from scenerag.agents.cypher_agent import parse_reply, symbol_return, unused_links
+from scenerag.agents.cypher_agent import invented_symbols, parse_reply, symbol_return, unused_links
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.examples import ExampleLibrary, GraphRoles, load_examples
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.linking import EntityLinker, mask_question
-from scenerag.agents.query_repair import repair_query
+from scenerag.agents.query_repair import repair_query, repair_singleton_pairs
 from scenerag.lang import HERACLES_DOMAIN, goals_equivalent, sldp_equal
 from scenerag.llm import ScriptedChatModel
 from scenerag.store import CypherStore, open_store
@@ -415,3 +415,54 @@ def test_a_repeated_failing_query_is_sampled_again(store: CypherStore) -> None:
     result = agent.run("How many objects are there?", answer_type="number")
     assert [c.temperature for c in model.calls] == [0.0, 0.0, 0.7]
     assert result.answer == str(store.query("MATCH (o:Object) RETURN count(o) AS n").rows[0]["n"])
+
+
+def test_filters_the_question_never_asked_for_go_back(store: CypherStore, linker: EntityLinker) -> None:
+    q = "How many rooms does this floor have?"
+    assert invented_symbols("MATCH (r:Room {nodeSymbol: 'R1'}) RETURN count(r)", linker.link(q), q) == ["R1"]
+    lounge = "What is in the lounge?"  # the lounge is R1: naming its symbol is fine
+    assert invented_symbols("MATCH (r:Room {nodeSymbol: 'R1'}) RETURN r", linker.link(lounge), lounge) == []
+    agent, model = _agent(
+        store,
+        [
+            "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(DISTINCT o)",
+            "MATCH (o:Object {class: 'seating'}) RETURN count(o)",
+        ],
+    )
+    result = agent.run("How many chairs are there?", answer_type="number")
+    assert "does not name 'hallway'" in model.calls[1].messages[-1].content
+    assert result.answer == str(
+        store.query("MATCH (o:Object {class: 'seating'}) RETURN count(o) AS n").rows[0]["n"]
+    )
+    insisted = "MATCH (r:Room {class: 'hallway'}) RETURN count(r)"  # repeated after feedback: it runs
+    agent, model = _agent(store, [insisted, insisted])
+    assert agent.run("How many of those rooms are there?", answer_type="number").answer == "4"
+    assert len(model.calls) == 2
+
+
+def test_a_distance_query_pinned_to_the_one_reference_node_is_turned_round(store: CypherStore) -> None:
+    singletons = {"bicycle": "O43"}
+    closest = (
+        "MATCH (x:Object {class: 'bicycle'}), (bike:Object {class: 'bicycle'}) WHERE x <> bike "
+        "RETURN x.nodeSymbol ORDER BY point.distance(x.center, bike.center) LIMIT 1"
+    )
+    fixed, notes = repair_singleton_pairs(closest, singletons)
+    assert (
+        fixed.startswith("MATCH (x:Object), (bike:Object {class: 'bicycle'})") and "only bicycle" in notes[0]
+    )
+    expected = store.query(
+        "MATCH (x:Object), (b:Object {nodeSymbol: 'O43'}) WHERE x <> b "
+        "RETURN x.nodeSymbol AS s ORDER BY point.distance(x.center, b.center) LIMIT 1"
+    ).rows[0]["s"]
+    assert store.query(fixed).rows[0]["x.nodeSymbol"] == expected
+    farthest = (
+        "MATCH (x:Object {class: 'bicycle'}), (ref:Object) RETURN x.nodeSymbol "
+        "ORDER BY point.distance(x.center, ref.center) DESC LIMIT 1"
+    )
+    fixed, _ = repair_singleton_pairs(farthest, singletons)
+    assert fixed == (
+        "MATCH (x:Object), (ref:Object {class: 'bicycle'}) WHERE x <> ref RETURN x.nodeSymbol "
+        "ORDER BY point.distance(x.center, ref.center) DESC LIMIT 1"
+    )
+    other = "MATCH (x:Object {class: 'bicycle'}), (t:Object {class: 'trash'}) RETURN x.nodeSymbol ORDER BY point.distance(x.center, t.center)"
+    assert repair_singleton_pairs(other, singletons) == (other, [])  # "which bike is nearest a bin": the bike

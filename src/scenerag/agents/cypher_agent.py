@@ -34,7 +34,7 @@ from scenerag.agents.examples import CypherExample, ExampleLibrary
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
-from scenerag.agents.query_repair import repair_query
+from scenerag.agents.query_repair import repair_query, repair_singleton_pairs
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CypherAgent",
     "CypherAgentConfig",
+    "invented_symbols",
     "parse_reply",
     "shape_mismatch",
     "sketch_problems",
@@ -254,7 +255,8 @@ class CypherAgent:
     def _generate(self, state: RunState, task: Task) -> _Draft:
         """One reply; a correction that repeats a query already tried is sampled again (temperature 0.7,
         seeded): greedy decoding that rewrites the same failing query would waste the remaining attempts."""
-        tried = {_normalized(t.input) for t in state.result.tools}
+        insisted = set(state.result.context.get("feedback_only", []))  # may be right: let it run
+        tried = {_normalized(t.input) for t in state.result.tools} - insisted
         draft = None
         for temperature, seed in ((0.0, 0), (0.7, len(state.result.tools))):
             mark = time.perf_counter()
@@ -292,6 +294,9 @@ class CypherAgent:
         if self.config.auto_repair:
             ran, more = repair_query(ran, schema)
             notes += more
+            if self.config.link_entities:
+                ran, more = repair_singleton_pairs(ran, self.linker().singletons())
+                notes += more
         rewritten = ran if ran != cypher else None
         if not checked.ok:
             error = "; ".join(checked.problems)
@@ -310,6 +315,24 @@ class CypherAgent:
         if notes:
             state.result.context.setdefault("rewrites", []).extend(notes)
         return result, None
+
+    def _invented(self, query: str, links: Sequence[Link], question: str) -> list[str]:
+        """Symbols and room classes the query filters on that the question never mentioned (a filter copied
+        from an example: "How many rooms are there?" answered for R1 only)."""
+        invented = invented_symbols(query, links, question)
+        schema = self.store.schema()
+        linked = {link.value.lower() for link in links}
+        words = set(re.findall(r"[a-z]+", question.lower()))
+        for value in dict.fromkeys(re.findall(r"'([^']*)'", query)):
+            owner = schema.value_owner(value)
+            if (
+                owner is not None
+                and owner[1] == ont.CLASS_KEY
+                and value.lower() not in linked
+                and not set(re.findall(r"[a-z]+", value.lower())) & words
+            ):
+                invented.append(f"'{value}'")
+        return invented
 
     def _empty_diagnosis(self, query: str, links: Sequence[Link]) -> str | None:
         """Why an empty result is suspicious (None when nothing says the answer should exist): every value the
@@ -336,19 +359,30 @@ class CypherAgent:
                     continue
                 break
             unused = unused_links(draft.cypher, links) if attempt == 0 else []
-            if unused and self._retry(
-                state,
-                attempt,
-                "The question mentions "
-                + "; ".join(link.describe() for link in unused)
-                + ", but the query does not use it.",
-            ):
+            invented = self._invented(draft.cypher, links, question) if attempt == 0 else []
+            feedback = []
+            if unused:
+                feedback.append(
+                    "The question mentions "
+                    + "; ".join(link.describe() for link in unused)
+                    + ", but the query does not use it."
+                )
+            if invented:
+                feedback.append(
+                    f"The question does not name {', '.join(invented)}: do not filter on "
+                    f"{'it' if len(invented) == 1 else 'them'}."
+                )
+            if feedback and self._retry(state, attempt, " ".join(feedback)):
+                state.result.context.setdefault("feedback_only", []).append(_normalized(draft.cypher))
                 state.result.tools.append(
                     ToolRecord(
                         "cypher_query",
                         draft.cypher,
                         False,
-                        error="ignores " + ", ".join(link.mention for link in unused),
+                        error="; ".join(
+                            (["ignores " + ", ".join(link.mention for link in unused)] if unused else [])
+                            + (["names " + ", ".join(invented)] if invented else [])
+                        ),
                     )
                 )
                 continue
@@ -364,7 +398,11 @@ class CypherAgent:
                 diagnosis = self._empty_diagnosis(draft.cypher, links)
                 if diagnosis and self._retry(state, attempt, diagnosis):
                     continue
-                self._accept(state, NOT_FOUND if answer_type != "number" else "0")
+                counts = answer_type == "number" and (  # "How far ..." with no rows is not 0 m
+                    re.search(r"\bcount\s*\(", draft.cypher, re.I)
+                    or re.search(r"\bhow many\b", question, re.I)
+                )
+                self._accept(state, "0" if counts else NOT_FOUND)
                 state.result.context["not_found"] = True
                 return
             mismatch = shape_mismatch(result, answer_type, question)
@@ -596,6 +634,16 @@ def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
             continue  # "the lounge" matched by its symbol R1
         out.append(link)
     return out
+
+
+def invented_symbols(query: str, links: Sequence[Link], question: str) -> list[str]:
+    """Node symbols the query filters on that the question never named, directly or as a member of a linked
+    class ("How many rooms are there?" answered for R1 only)."""
+    known = {link.value.lower() for link in links if link.key == ont.SYMBOL_KEY}
+    known |= {s.lower() for link in links for s in link.symbols}
+    said = {w.lower() for w in re.findall(r"\b[A-Za-z]\d+\b", question)}
+    found = dict.fromkeys(v for v in re.findall(r"'([A-Za-z]\d+)'", query))
+    return [v for v in found if v.lower() not in known | said]
 
 
 _SUPERLATIVE = re.compile(

@@ -652,13 +652,10 @@ class ExampleLibrary:
         for path in user_files:
             examples += load_examples(path)
         if linker is not None:
-            from scenerag.agents.linking import mask_question
-
+            masked = _masked_questions(examples, linker)
             examples = [
-                CypherExample(
-                    e.question, e.cypher, e.goal, mask_question(e.question, linker.link(e.question)), e.source
-                )
-                for e in examples
+                CypherExample(e.question, e.cypher, e.goal, m, e.source)
+                for e, m in zip(examples, masked, strict=True)
             ]
         return cls(examples, embedder=embedder)
 
@@ -726,6 +723,46 @@ class ExampleLibrary:
         except OSError:
             pass
         return vectors
+
+
+def _masked_questions(examples: Sequence[CypherExample], linker: Any) -> list[str]:
+    """Each example question with its mentions masked (what retrieval compares), cached on disk by the
+    questions and the linker's vocabulary: linking ~100 examples costs a fresh ``scenerag ask`` ~1 s."""
+    import hashlib
+    import json
+
+    from scenerag.agents.linking import mask_question
+    from scenerag.llm.model_files import cache_dir
+
+    vocab = linker.vocabulary()
+    embedder = getattr(linker.embedder, "name", "none")
+    material = json.dumps(
+        [
+            [e.question for e in examples],
+            sorted((k, sorted(v)) for k, v in vocab.values.items()),
+            sorted(vocab.prefixes.items()),
+            sorted((list(k), list(v)) for k, v in vocab.members.items()),
+            sorted(linker.lexicon.items()),
+            [linker.min_similarity, linker.min_margin, embedder],
+        ],
+        default=str,
+    )
+    file = cache_dir() / "examples" / f"masked-{hashlib.sha256(material.encode()).hexdigest()[:32]}.json"
+    try:
+        cached = json.loads(file.read_text(encoding="utf-8"))
+        if isinstance(cached, list) and len(cached) == len(examples):
+            return [str(m) for m in cached]
+    except (OSError, ValueError):
+        pass
+    masked = [mask_question(e.question, linker.link(e.question)) for e in examples]
+    try:  # a read-only cache only costs time
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f"{file.stem}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(masked), encoding="utf-8")
+        tmp.replace(file)
+    except OSError:
+        pass
+    return masked
 
 
 def load_examples(path: str | Path) -> list[CypherExample]:

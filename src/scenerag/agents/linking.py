@@ -356,6 +356,14 @@ class EntityLinker:
             self._vocab = build_vocabulary(self.store)
         return self._vocab
 
+    def singletons(self) -> dict[str, str]:
+        """Classes with exactly one node, each with that node's symbol (``{'bicycle': 'O43'}``)."""
+        return {
+            value: members[0]
+            for (_, key, value), members in self.vocabulary().members.items()
+            if key == ont.CLASS_KEY and len(members) == 1
+        }
+
     def _value_links(self, value: str, mention: str, how: str) -> list[Link]:
         vocab = self.vocabulary()
         return [

@@ -98,3 +98,63 @@ def _key_before(toks: list[Token], i: int) -> Token | None:
     if i >= 2 and toks[i - 1].kind == "op" and toks[i - 1].text in (":", "=") and toks[i - 2].kind == "ident":
         return toks[i - 2]
     return None
+
+
+_NODE_PATTERN = re.compile(r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*`?(?P<l>\w+)`?\s*(?:\{(?P<props>[^{}]*)\})?\s*\)")
+_DISTANCE = re.compile(r"point\.distance\(\s*(\w+)\.center\s*,\s*(\w+)\.center\s*\)", re.I)
+_RETURNED = re.compile(
+    r"\bRETURN\s+(?:DISTINCT\s+)?(?:(?P<v>\w+)\.|count\s*\(\s*(?:DISTINCT\s+)?(?P<c>\w+)\s*\))", re.I
+)
+_CLASS_PROP = re.compile(r"\bclass\s*:\s*'([^']*)'")
+_SYMBOL_PROP = re.compile(r"\bnodeSymbol\s*:\s*'([^']*)'")
+
+
+def repair_singleton_pairs(query: str, singletons: dict[str, str]) -> tuple[str, list[str]]:
+    """A distance query whose *returned* node is pinned to a class with one node (``singletons``: class ->
+    its symbol) answers with that node itself, or nothing: "What's closest to the bike?" written as
+    ``MATCH (x:Object {class: 'bicycle'}), (ref:Object) ... RETURN x.nodeSymbol``. The class is the
+    reference: it moves to the other node, or is dropped where that node already is the bike.
+    ``(query, notes)``; unchanged when no rule fires (or the other node has a class of its own)."""
+    returned = _RETURNED.search(query)
+    pair = _DISTANCE.search(query)
+    if returned is None or pair is None:
+        return query, []
+    r = returned.group("v") or returned.group("c")
+    if r not in pair.groups():
+        return query, []
+    s = pair.group(2) if pair.group(1) == r else pair.group(1)
+    nodes = {m.group("v"): m for m in _NODE_PATTERN.finditer(query)}
+    rn, sn = nodes.get(r), nodes.get(s)
+    if rn is None or sn is None or rn.group("l") != sn.group("l") or r == s:
+        return query, []
+    rprops, sprops = rn.group("props") or "", sn.group("props") or ""
+    cls = _CLASS_PROP.search(rprops)
+    if cls is None or cls.group(1) not in singletons or _SYMBOL_PROP.search(rprops):
+        return query, []
+    value, symbol = cls.group(1), singletons[cls.group(1)]
+    s_class, s_symbol = _CLASS_PROP.search(sprops), _SYMBOL_PROP.search(sprops)
+    label = rn.group("l")
+    edits: list[tuple[int, int, str]] = []
+    edits.append((rn.start(), rn.end(), f"({r}:{label})"))
+    if not sprops.strip():
+        edits.append((sn.start(), sn.end(), f"({s}:{label} {{class: '{value}'}})"))
+    elif not (s_class is not None and s_class.group(1) == value) and not (
+        s_symbol is not None and s_symbol.group(1) == symbol
+    ):
+        return query, []  # "Which bag is closest to a chair?": the bag may well be what is asked for
+    note = f"{r} was pinned to the only {value} ({symbol}), which it is measured from: {r} is any {label}"
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        out.append(query[last:start])
+        out.append(text)
+        last = end
+    out.append(query[last:])
+    fixed = "".join(out)
+    if not re.search(rf"\b{r}\s*<>\s*{s}\b|\b{s}\s*<>\s*{r}\b", fixed):
+        where = re.search(r"\bWHERE\b", fixed, re.I)
+        if where:
+            fixed = fixed[: where.end()] + f" {r} <> {s} AND" + fixed[where.end() :]
+        else:
+            after = max(m.end() for m in _NODE_PATTERN.finditer(fixed))
+            fixed = fixed[:after] + f" WHERE {r} <> {s}" + fixed[after:]
+    return fixed, [note]
