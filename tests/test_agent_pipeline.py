@@ -466,3 +466,15 @@ def test_a_distance_query_pinned_to_the_one_reference_node_is_turned_round(store
     )
     other = "MATCH (x:Object {class: 'bicycle'}), (t:Object {class: 'trash'}) RETURN x.nodeSymbol ORDER BY point.distance(x.center, t.center)"
     assert repair_singleton_pairs(other, singletons) == (other, [])  # "which bike is nearest a bin": the bike
+    named = (
+        "MATCH (o:Object {nodeSymbol: 'O43'}), (ref:Object {class: 'bicycle'}) WHERE o <> ref AND "
+        "point.distance(o.center, ref.center) < 7 RETURN ref.nodeSymbol"
+    )
+    within = named.replace("RETURN ref.nodeSymbol", "RETURN o.nodeSymbol")  # "what is within 7 m of O43?"
+    fixed, notes = repair_singleton_pairs(within, singletons)
+    assert (
+        fixed.endswith("RETURN ref.nodeSymbol")
+        and "(ref:Object)" in fixed
+        and "named in the question" in notes[0]
+    )
+    assert len(store.query(fixed).rows) == 11  # the Hydra example: 11 objects within 7 m of the bike

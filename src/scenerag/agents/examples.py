@@ -70,6 +70,10 @@ class GraphRoles:
     place_link: str | None = None
     leaf_in_place: bool = False  # (place)-[:CONTAINS]->(leaf) exists
     has_bbox: bool = False
+    #: the robot's trajectory: a layer of poses chained by its own *_CONNECTED type (Hydra's agent layer)
+    agent: str | None = None
+    agent_link: str | None = None
+    agent_in_place: bool = False
 
     @classmethod
     def from_schema(cls, schema: GraphSchema) -> GraphRoles:
@@ -93,6 +97,16 @@ class GraphRoles:
             if rtype == ont.CONTAINS and src == roles.place and dst == roles.leaf:
                 roles.leaf_in_place = True
         roles.has_bbox = ont.BBOX_DIM_KEY in schema.node_properties.get(roles.leaf or "", {})
+        for src, rtype, dst in sorted(schema.patterns):
+            if (
+                rtype.endswith("_CONNECTED")
+                and src == dst
+                and src not in (roles.region, roles.place, roles.leaf)
+                and any(ch[-1] == src for ch in chains)
+            ):
+                roles.agent, roles.agent_link = src, rtype
+                roles.agent_in_place = (roles.place, ont.CONTAINS, src) in schema.patterns
+                break
         return roles
 
 
@@ -570,9 +584,51 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     f"MATCH (p:{P})-[:CONTAINS]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN p.nodeSymbol",
                 )
             )
+    if roles.agent and roles.agent_link:
+        ex += _trajectory_examples(store, roles, OB, P)
+    # a class that only repeats its label (every Object is class 'object') names nothing a user would say
+    plain = {re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower() for label in schema.node_counts}
+    hollow = [f"'{c}'" for c in [*v.classes, *v.region_classes] if c.lower() in plain]
+    ex = [(q, c) for q, c in ex if not any(h in c for h in hollow)]
     out = [CypherExample(q, c) for q, c in ex]
     out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, c3=c3, cs=cs)
     return out
+
+
+def _trajectory_examples(
+    store: GraphStore, roles: GraphRoles, OB: str, P: str | None
+) -> list[tuple[str, str]]:
+    """Questions about the robot's trajectory (the agent layer: poses chained by ``*_CONNECTED``)."""
+    A, al = roles.agent, roles.agent_link
+    word = A.lower() if A else "agent"
+    rows = store.query(
+        f"MATCH (a:{A}) RETURN a.nodeSymbol AS s ORDER BY a.nodeSymbol DESC LIMIT 1", max_rows=1
+    ).rows
+    last = str(rows[0]["s"]) if rows else "a1"
+    ex = [
+        (f"How many {word} poses are in the trajectory?", f"MATCH (a:{A}) RETURN count(a)"),
+        (
+            f"Which {word} poses are the two ends of the trajectory?",
+            f"MATCH (a:{A}) WHERE COUNT {{ MATCH (a)-[:{al}]-(:{A}) }} = 1 RETURN a.nodeSymbol",
+        ),
+        (
+            f"How long is the {word}'s path, adding up the steps between consecutive poses?",
+            f"MATCH (a:{A})-[:{al}]->(b:{A}) RETURN sum(point.distance(a.center, b.center))",
+        ),
+        (
+            f"Which {OB.lower()} is nearest to pose {last}?",
+            f"MATCH (o:{OB}), (a:{A} {{nodeSymbol: '{last}'}}) "
+            "RETURN o.nodeSymbol ORDER BY point.distance(o.center, a.center) LIMIT 1",
+        ),
+    ]
+    if P and roles.agent_in_place:
+        ex.append(
+            (
+                f"How many different {P} nodes hold {word} poses?",
+                f"MATCH (p:{P})-[:CONTAINS]->(a:{A}) RETURN count(DISTINCT p)",
+            )
+        )
+    return ex
 
 
 def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[CypherExample]:

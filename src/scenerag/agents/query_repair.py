@@ -128,8 +128,11 @@ def repair_singleton_pairs(query: str, singletons: dict[str, str]) -> tuple[str,
     if rn is None or sn is None or rn.group("l") != sn.group("l") or r == s:
         return query, []
     rprops, sprops = rn.group("props") or "", sn.group("props") or ""
+    pinned = _SYMBOL_PROP.search(rprops)
+    if pinned is not None and _SYMBOL_PROP.search(sprops) is None:
+        return _return_the_other(query, returned, r, s, sn, pinned.group(1), singletons)
     cls = _CLASS_PROP.search(rprops)
-    if cls is None or cls.group(1) not in singletons or _SYMBOL_PROP.search(rprops):
+    if cls is None or cls.group(1) not in singletons or pinned:
         return query, []
     value, symbol = cls.group(1), singletons[cls.group(1)]
     s_class, s_symbol = _CLASS_PROP.search(sprops), _SYMBOL_PROP.search(sprops)
@@ -158,3 +161,33 @@ def repair_singleton_pairs(query: str, singletons: dict[str, str]) -> tuple[str,
             after = max(m.end() for m in _NODE_PATTERN.finditer(fixed))
             fixed = fixed[:after] + f" WHERE {r} <> {s}" + fixed[after:]
     return fixed, [note]
+
+
+def _return_the_other(
+    query: str,
+    returned: re.Match[str],
+    r: str,
+    s: str,
+    sn: re.Match[str],
+    symbol: str,
+    singletons: dict[str, str],
+) -> tuple[str, list[str]]:
+    """``MATCH (x {nodeSymbol: 'O33'}), (y) WHERE point.distance(x..., y...) < 1 RETURN x``: the named node
+    is the reference, the others are asked for: return ``y`` (without a class that only ``O33`` has)."""
+    start, end = returned.span("v") if returned.group("v") else returned.span("c")
+    edits = [(start, end, s)]
+    s_class = _CLASS_PROP.search(sn.group("props") or "")
+    if s_class is not None and singletons.get(s_class.group(1)) == symbol:
+        edits.append((sn.start(), sn.end(), f"({s}:{sn.group('l')})"))
+    out, last = [], 0
+    for a, b, text in sorted(edits):
+        out.append(query[last:a])
+        out.append(text)
+        last = b
+    out.append(query[last:])
+    fixed = "".join(out)
+    if not re.search(rf"\b{r}\s*<>\s*{s}\b|\b{s}\s*<>\s*{r}\b", fixed):
+        where = re.search(r"\bWHERE\b", fixed, re.I)
+        if where:
+            fixed = fixed[: where.end()] + f" {r} <> {s} AND" + fixed[where.end() :]
+    return fixed, [f"{r} is {symbol}, the node named in the question that {s} is measured from: returned {s}"]
