@@ -3,8 +3,9 @@
 ``format_rows`` returns the SLDP text, or None when the shape is unclear (then an LLM turns the rows into
 the answer). With an answer-type hint (set, list, dict, point, number, string; the seed protocol gives
 one) the hint decides the form; without one the query does: one value from an aggregate or ``LIMIT 1`` is
-a scalar, a listing is a set (a list when the question asks for an order), key/value rows are a dict.
-No rows at all is the "not found" answer :data:`NOT_FOUND` (the empty set).
+a scalar, a listing is a set (a list when the question asks for an order), key/value rows are a dict,
+two symbol columns for a question about pairs are a set of pairs, and the one boolean of a yes/no question
+is ``yes``/``no``. No rows at all is the "not found" answer :data:`NOT_FOUND` (the empty set).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from scenerag.lang.sldp import (
     format_sldp,
 )
 
-__all__ = ["NOT_FOUND", "format_rows"]
+__all__ = ["NOT_FOUND", "format_rows", "is_yes_no_question"]
 
 NOT_FOUND = "<>"
 """The SLDP answer for "nothing in the graph matches": the empty set."""

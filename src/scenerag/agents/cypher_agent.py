@@ -7,9 +7,12 @@ Built for small local models and cheap for large ones; one pipeline, every stage
    (:mod:`~scenerag.agents.examples`), by the question with its mentions masked;
 3. **generate** one query (QA) or a query plus a goal sketch (PDDL) in one plain-text reply — a short
    static system prompt (schema + rules, whose KV state a local model keeps) and a per-question user turn;
-4. **check** it against the schema (:mod:`~scenerag.agents.cypher_check`, plus the class-as-label repairs
-   of :mod:`~scenerag.agents.query_repair`), **run** it read-only, and (``agentic``) send errors or an
-   unexpected empty result back with a diagnosis, up to ``max_tool_calls`` queries;
+4. **check** it against the question (linked things it ignores, symbols and classes it never mentioned: sent
+   back once) and the schema (:mod:`~scenerag.agents.cypher_check`, plus the repairs of
+   :mod:`~scenerag.agents.query_repair`: classes as labels, symbols as classes, a distance query pinned to
+   its own reference node), **run** it read-only, and (``agentic``) send errors or an unexpected empty
+   result back with a diagnosis, up to ``max_tool_calls`` queries; a correction that repeats a failed query
+   is sampled again;
 5. **format** the rows as SLDP without another LLM call when their shape is clear
    (:mod:`~scenerag.agents.answer_format`); PDDL sketches are resolved to symbols and every symbol
    checked (:mod:`~scenerag.agents.goal_sketch`, :class:`~scenerag.agents.grounding.PddlGrounder`).

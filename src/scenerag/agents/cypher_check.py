@@ -6,6 +6,10 @@ mistakes that run without error but mean nothing, and says why:
 * a one-hop relationship pattern the graph never has, ``(:Room)-[:CONTAINS]->(:Object)``: rewritten to the
   transitive ``[:CONTAINS*]`` when a containment chain joins the two labels, else rejected with the patterns
   that do exist;
+* containment written child to parent, ``(:Object)-[:CONTAINS*]->(:Room)`` or ``(:Object)-[:CONTAINS]->
+  (:MeshPlace)``: the arrow is turned (the reverse chain exists, so the meaning is unambiguous);
+* a label filtered by the one class of another label, ``(p:Object {class: 'mesh_place'})``: the label
+  becomes ``MeshPlace``;
 * an aggregate inside ``WHERE`` (``WHERE count(o) > 2``): rejected with the ``WITH ... WHERE`` form;
 * a variable used but never bound (``RETURN r.nodeSymbol`` with no ``r`` in any pattern);
 * a variable-length path whose type never leads between its labels (``(:MeshPlace)-[:CONTAINS*]->
