@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from scenerag.agents.query_repair import apply_edits
 from scenerag.graph import ontology as ont
 from scenerag.store.cypher import analyze
 from scenerag.store.schema import GraphSchema
@@ -157,15 +158,7 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
                 + ", ".join(existing[:8])
             )
     if edits:
-        out, last = [], 0
-        for start, end, text in sorted(edits):
-            if start < last:
-                continue
-            out.append(query[last:start])
-            out.append(text)
-            last = end
-        out.append(query[last:])
-        result.query = "".join(out)
+        result.query = apply_edits(query, edits)
 
 
 def _flipped(rel: str) -> str:

@@ -82,15 +82,7 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
                 notes.append(f"'{literal}' is not a stored value: used '{value}'")
     if not edits:
         return query, []
-    out, last = [], 0
-    for start, end, text in sorted(edits):
-        if start < last:  # overlapping edits: keep the first
-            continue
-        out.append(query[last:start])
-        out.append(text)
-        last = end
-    out.append(query[last:])
-    return "".join(out), list(dict.fromkeys(notes))
+    return apply_edits(query, edits), list(dict.fromkeys(notes))
 
 
 def _key_before(toks: list[Token], i: int) -> Token | None:
@@ -146,21 +138,32 @@ def repair_singleton_pairs(query: str, singletons: dict[str, str]) -> tuple[str,
     ):
         return query, []  # "Which bag is closest to a chair?": the bag may well be what is asked for
     note = f"{r} was pinned to the only {value} ({symbol}), which it is measured from: {r} is any {label}"
+    return _distinct(apply_edits(query, edits), r, s), [note]
+
+
+def apply_edits(query: str, edits: list[tuple[int, int, str]]) -> str:
+    """``query`` with each ``(start, end, text)`` span replaced (an edit overlapping an earlier one is
+    dropped)."""
     out, last = [], 0
     for start, end, text in sorted(edits):
+        if start < last:
+            continue
         out.append(query[last:start])
         out.append(text)
         last = end
     out.append(query[last:])
-    fixed = "".join(out)
-    if not re.search(rf"\b{r}\s*<>\s*{s}\b|\b{s}\s*<>\s*{r}\b", fixed):
-        where = re.search(r"\bWHERE\b", fixed, re.I)
-        if where:
-            fixed = fixed[: where.end()] + f" {r} <> {s} AND" + fixed[where.end() :]
-        else:
-            after = max(m.end() for m in _NODE_PATTERN.finditer(fixed))
-            fixed = fixed[:after] + f" WHERE {r} <> {s}" + fixed[after:]
-    return fixed, [note]
+    return "".join(out)
+
+
+def _distinct(query: str, r: str, s: str) -> str:
+    """``query`` with ``r <> s`` added unless it compares them already."""
+    if re.search(rf"\b{r}\s*<>\s*{s}\b|\b{s}\s*<>\s*{r}\b", query):
+        return query
+    where = re.search(r"\bWHERE\b", query, re.I)
+    if where:
+        return query[: where.end()] + f" {r} <> {s} AND" + query[where.end() :]
+    after = max(m.end() for m in _NODE_PATTERN.finditer(query))
+    return query[:after] + f" WHERE {r} <> {s}" + query[after:]
 
 
 def _return_the_other(
@@ -179,15 +182,5 @@ def _return_the_other(
     s_class = _CLASS_PROP.search(sn.group("props") or "")
     if s_class is not None and singletons.get(s_class.group(1)) == symbol:
         edits.append((sn.start(), sn.end(), f"({s}:{sn.group('l')})"))
-    out, last = [], 0
-    for a, b, text in sorted(edits):
-        out.append(query[last:a])
-        out.append(text)
-        last = b
-    out.append(query[last:])
-    fixed = "".join(out)
-    if not re.search(rf"\b{r}\s*<>\s*{s}\b|\b{s}\s*<>\s*{r}\b", fixed):
-        where = re.search(r"\bWHERE\b", fixed, re.I)
-        if where:
-            fixed = fixed[: where.end()] + f" {r} <> {s} AND" + fixed[where.end() :]
+    fixed = _distinct(apply_edits(query, edits), r, s)
     return fixed, [f"{r} is {symbol}, the node named in the question that {s} is measured from: returned {s}"]
