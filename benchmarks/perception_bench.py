@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import tempfile
 import time
@@ -33,28 +31,9 @@ from typing import Any
 import numpy as np
 
 from bench_record import BenchRecord, add_record_argument
+from build_bench import DEFAULT_CACHE, ensure_sequence  # the same renders, in the same cache
 
-DEFAULT_CACHE = Path(os.environ.get("SCENERAG_BENCH_CACHE", Path.home() / ".cache" / "scenerag" / "bench"))
 PERCEPTIONS = ("oracle", "geometric")
-
-
-def ensure_sequence(cache_dir: Path, *, seed: int, floors: int, rooms_per_floor: int, frames: int) -> Path:
-    """Render the synthetic building sequence into ``cache_dir`` unless it is already there (same folder
-    names as ``build_bench.py``, so the two share renders)."""
-    from scenerag.sim.building import BuildingConfig, generate_building
-    from scenerag.sim.render import write_sequence
-
-    root = cache_dir / f"building-s{seed}-f{floors}-r{rooms_per_floor}-n{frames}"
-    if (root / ".complete").exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    start = time.perf_counter()
-    building = generate_building(BuildingConfig(n_floors=floors, rooms_per_floor=rooms_per_floor, seed=seed))
-    print(f"rendering {building.summary()} to {root} ({frames} frames) ...", flush=True)
-    write_sequence(building, root, layout="replica", n_frames=frames)
-    (root / ".complete").touch()
-    print(f"rendered in {time.perf_counter() - start:.1f} s", flush=True)
-    return root
 
 
 def centroid_matching(
