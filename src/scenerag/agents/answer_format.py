@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from scenerag.graph.ontology import has_symbol_shape
 from scenerag.lang.sldp import (
     SldpDict,
     SldpList,
@@ -107,7 +108,7 @@ def _pick_column(columns: list[str], rows: list[dict[str, Any]], want: str | Non
         nums = col_is(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
         if nums:
             return nums[-1]
-    syms = col_is(lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z]\d+", v) is not None)
+    syms = col_is(has_symbol_shape)
     return syms[0] if syms else columns[0]
 
 
@@ -194,7 +195,7 @@ def _symbol_pairs(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
     seen: set[frozenset[str]] = set()
     for row in rows:
         a, b = (row.get(c) for c in columns)
-        if not all(isinstance(v, str) and re.fullmatch(r"[A-Za-z]\d+", v) for v in (a, b)):
+        if not (has_symbol_shape(a) and has_symbol_shape(b)):
             return None
         key = frozenset((a, b))
         if key not in seen and a != b:

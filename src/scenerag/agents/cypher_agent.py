@@ -410,10 +410,9 @@ class CypherAgent:
                 return
             mismatch = shape_mismatch(result, answer_type, question)
             if mismatch:
+                # "which sign is highest" returned o.center: run it again returning o.nodeSymbol
                 fixed = symbol_return(draft.cypher)
-                if (
-                    fixed is not None
-                ):  # "which sign is highest" returned o.center: return o.nodeSymbol instead
+                if fixed is not None:
                     again, _ = self._execute(state, fixed)
                     if again is not None and again.rows and not shape_mismatch(again, answer_type, question):
                         state.result.context.setdefault("rewrites", []).append(

@@ -5,13 +5,13 @@ summarised to a token budget before it re-enters the prompt.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
 from scenerag.agents.query_repair import repair_query
 from scenerag.agents.result import ToolRecord
 from scenerag.errors import SceneRagError
+from scenerag.graph.ontology import has_symbol_shape as is_symbol
 from scenerag.llm.base import ToolSpec, estimate_tokens
 from scenerag.store.base import GraphStore, QueryResult
 from scenerag.store.cypher import tokenize
@@ -29,8 +29,6 @@ CYPHER_TOOL = ToolSpec(
     },
 )
 
-_SYMBOL = re.compile(r"^[A-Za-z]\d+$")
-
 
 def _round(value: Any) -> Any:
     """Round floats to 4 decimals (answers are compared within 0.01) to save tokens."""
@@ -41,11 +39,6 @@ def _round(value: Any) -> Any:
     if isinstance(value, list):
         return [_round(v) for v in value]
     return value
-
-
-def is_symbol(value: str) -> bool:
-    """Whether ``value`` looks like a node symbol (``O12``, ``R3``, ``p4452``)."""
-    return _SYMBOL.match(value) is not None
 
 
 def result_symbols(rows: Any) -> list[str]:
@@ -70,7 +63,7 @@ def ran_record(query: str, result: QueryResult, *, ran: str | None = None) -> To
 
 
 def _symbols(value: Any, out: dict[str, None]) -> None:
-    if isinstance(value, str) and _SYMBOL.match(value):
+    if is_symbol(value):
         out.setdefault(value, None)
     elif isinstance(value, dict):
         sym = value.get("nodeSymbol")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -771,13 +771,7 @@ class ExampleLibrary:
         except (OSError, ValueError):
             pass
         vectors = self.embedder.embed(texts)
-        try:  # a read-only cache only costs time
-            file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = file.with_name(f"{file.stem}.{os.getpid()}.tmp.npy")
-            np.save(tmp, vectors)
-            tmp.replace(file)
-        except OSError:
-            pass
+        _save_cache(file, lambda tmp: np.save(tmp, vectors), ".npy")
         return vectors
 
 
@@ -811,14 +805,20 @@ def _masked_questions(examples: Sequence[CypherExample], linker: Any) -> list[st
     except (OSError, ValueError):
         pass
     masked = [mask_question(e.question, linker.link(e.question)) for e in examples]
-    try:  # a read-only cache only costs time
+    _save_cache(file, lambda tmp: tmp.write_text(json.dumps(masked), encoding="utf-8"), "")
+    return masked
+
+
+def _save_cache(file: Path, write: Callable[[Path], object], suffix: str) -> None:
+    """Write ``file`` through ``write(temporary sibling ending in suffix)`` and an atomic rename; a read-only
+    or full cache directory only costs time, so its errors are ignored."""
+    try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_name(f"{file.stem}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(masked), encoding="utf-8")
+        tmp = file.with_name(f"{file.stem}.{os.getpid()}.tmp{suffix}")
+        write(tmp)
         tmp.replace(file)
     except OSError:
         pass
-    return masked
 
 
 def load_examples(path: str | Path) -> list[CypherExample]:

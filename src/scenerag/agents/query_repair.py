@@ -21,8 +21,6 @@ from scenerag.graph import ontology as ont
 from scenerag.store.cypher import Token, tokenize
 from scenerag.store.schema import GraphSchema
 
-_SYMBOL = re.compile(r"^[A-Za-z]\d+$")
-
 
 def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -67,7 +65,7 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
                 owner is None
                 and key_tok is not None
                 and key_tok.text == ont.CLASS_KEY
-                and _SYMBOL.match(literal)
+                and ont.has_symbol_shape(literal)
             ):
                 edits.append((key_tok.start, key_tok.end, ont.SYMBOL_KEY))
                 notes.append(f"'{literal}' is a node symbol, not a class: matched it on nodeSymbol")

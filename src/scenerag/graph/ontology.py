@@ -69,6 +69,7 @@ RESERVED_NODE_KEYS: frozenset[str] = frozenset(
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SYMBOL = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_SYMBOL_SHAPE = re.compile(r"[A-Za-z]\d+")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -80,6 +81,12 @@ def is_identifier(name: str) -> bool:
 def is_symbol(symbol: str) -> bool:
     """True for a node symbol such as ``O12``, ``P345``, ``R1`` or ``p18`` (letter first, no spaces)."""
     return bool(_SYMBOL.match(symbol))
+
+
+def has_symbol_shape(value: object) -> bool:
+    """True for the letter-then-digits shape answers and queries name nodes by (``O12``, ``R3``, ``p4452``);
+    narrower than :func:`is_symbol`, which any stored symbol satisfies."""
+    return isinstance(value, str) and _SYMBOL_SHAPE.fullmatch(value) is not None
 
 
 def sibling_edge_type(label: str) -> str:
