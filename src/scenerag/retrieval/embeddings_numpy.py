@@ -29,12 +29,14 @@ import numpy as np
 
 from scenerag.retrieval.embeddings import (
     DEFAULT_CACHE_SIZE,
+    MINILM_NAME,
     CachingEmbedder,
     EmbeddingError,
     bundled_minilm_path,
+    minilm_folder_and_name,
 )
 
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"  # same vector space as embeddings_st.DEFAULT_MODEL_NAME
+DEFAULT_MODEL_NAME = MINILM_NAME  # same vector space as embeddings_st.DEFAULT_MODEL_NAME
 
 _TRANSFORMER_TYPES = (
     "sentence_transformers.models.Transformer",
@@ -526,9 +528,7 @@ class NumpyMiniLMEmbedder(CachingEmbedder):
         cache_size: int = DEFAULT_CACHE_SIZE,
         name: str | None = None,
     ) -> None:
-        path = default_model_path() if model_path is None else Path(model_path).expanduser()
-        if name is None:
-            name = DEFAULT_MODEL_NAME if model_path is None else path.resolve().name
+        path, name = minilm_folder_and_name(model_path, name, alternative="numpy:/path")
         super().__init__(name=name, cache_size=cache_size)
         if device != "cpu":
             raise EmbeddingError(f"the numpy embedder runs on the CPU only, got device {device!r}")

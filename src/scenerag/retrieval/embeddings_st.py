@@ -15,12 +15,14 @@ import numpy as np
 
 from scenerag.retrieval.embeddings import (
     DEFAULT_CACHE_SIZE,
+    MINILM_NAME,
     CachingEmbedder,
     EmbeddingError,
     bundled_minilm_path,
+    minilm_folder_and_name,
 )
 
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+DEFAULT_MODEL_NAME = MINILM_NAME
 
 _MODELS: dict[tuple[str, str], Any] = {}
 _MODELS_LOCK = threading.Lock()
@@ -79,9 +81,7 @@ class SentenceTransformerEmbedder(CachingEmbedder):
         cache_size: int = DEFAULT_CACHE_SIZE,
         name: str | None = None,
     ) -> None:
-        path = default_model_path() if model_path is None else Path(model_path).expanduser()
-        if name is None:
-            name = DEFAULT_MODEL_NAME if model_path is None else path.resolve().name
+        path, name = minilm_folder_and_name(model_path, name, alternative="st:/path")
         super().__init__(name=name, cache_size=cache_size)
         if threads is not None:
             if threads < 1:
