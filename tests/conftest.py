@@ -2,19 +2,61 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from types import CodeType, FunctionType
 
 import pytest
 
 from scenerag import SceneGraph, read_scene_graph
 from scenerag.store import CypherStore, open_store
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: the shared example scene graphs: $SCENERAG_DATA, else shared/data beside the checkout (never copied in)
+DATA = (
+    Path(os.environ["SCENERAG_DATA"])
+    if os.environ.get("SCENERAG_DATA")
+    else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+)
 HYDRA = DATA / "hydra_small_indoor_dsg.json"
 APARTMENT = DATA / "spark_dsg_apartment_dsg.json"
 BOLT_PASSWORD = "scenerag-test-pw"
+_DATA_NAMES = {"DATA": DATA, "HYDRA": HYDRA, "APARTMENT": APARTMENT}
+
+
+def _data_used(code: CodeType, module: dict[str, object], seen: set[CodeType]) -> set[str]:
+    """The data constants ``code`` names, also through nested functions and the module's own helpers."""
+    if code in seen:
+        return set()
+    seen.add(code)
+    used = set(code.co_names) & set(_DATA_NAMES)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            used |= _data_used(const, module, seen)
+    for name in code.co_names:
+        helper = module.get(name)
+        if isinstance(helper, FunctionType) and helper.__module__ == module.get("__name__"):
+            used |= _data_used(helper.__code__, module, seen)
+    return used
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that reads the shared example files (itself, through a helper of its module or through one of
+    its fixtures) skips, naming them, where the checkout has none beside it, e.g. a fresh clone in a
+    temporary folder. Runs before any fixture is set up."""
+    function = getattr(item, "function", None)
+    if function is None:
+        return
+    used = _data_used(function.__code__, function.__globals__, set())
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        for fixture in defs:
+            code = getattr(fixture.func, "__code__", None)
+            if code is not None:
+                used |= _data_used(code, fixture.func.__globals__, set())
+    missing = sorted(str(_DATA_NAMES[n]) for n in used if not _DATA_NAMES[n].exists())
+    if missing:
+        pytest.skip(f"test data missing: {', '.join(missing)} (set $SCENERAG_DATA to the shared data folder)")
 
 
 @pytest.fixture(scope="session")

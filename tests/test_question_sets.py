@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HYDRA
 from scenerag import SceneGraph
 from scenerag.eval.questions import (
     Question,
@@ -112,7 +113,7 @@ def test_runner_end_to_end_with_scripted_model(tmp_path: Path) -> None:
     )
     exp = tmp_path / "exp.yaml"
     exp.write_text(
-        f"graph: {Path(__file__).resolve().parents[2] / 'shared' / 'data' / 'hydra_small_indoor_dsg.json'}\n"
+        f"graph: {HYDRA}\n"
         "questions: [q.yaml]\n"
         "runs:\n  - {method: cypher, mode: [agentic, feedforward], model: scripted}\n"
     )
