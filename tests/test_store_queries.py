@@ -201,3 +201,14 @@ def test_schema_from_database_matches_schema_from_graph(loaded_store: CypherStor
 def test_read_only_procedures_allowed(loaded_store: CypherStore) -> None:
     r = loaded_store.query("CALL db.labels() YIELD label RETURN label ORDER BY label")
     assert r.values("label") == ["MeshPlace", "Object", "Room"]
+
+
+def test_schema_text_says_each_indirect_containment_once() -> None:
+    """A KeySG building has two chains through Room; the shared Building→Room rule is stated once."""
+    from scenerag.sim.building import generate_building
+    from scenerag.store.schema import schema_from_graph
+
+    text = schema_from_graph(generate_building(rooms_per_floor=2).to_scene_graph()).to_text()
+    rules = [line for line in text.splitlines() if "NOT directly contained" in line]
+    assert "- Room nodes are NOT directly contained in Building nodes: use " in text
+    assert len(rules) == len(set(rules)) >= 4, rules

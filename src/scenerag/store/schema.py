@@ -177,10 +177,12 @@ class GraphSchema:
             for chain in chains:
                 lines.append("- " + "-[:CONTAINS]->".join(f"(:{c})" for c in chain))
             direct = {(s, d) for (s, t, d) in self.patterns if t == ont.CONTAINS}
+            told: set[tuple[str, str]] = set()  # chains share prefixes: say each indirect pair once
             for chain in chains:
                 for i in range(len(chain)):
                     for j in range(i + 2, len(chain)):
-                        if (chain[i], chain[j]) not in direct:
+                        if (chain[i], chain[j]) not in direct and (chain[i], chain[j]) not in told:
+                            told.add((chain[i], chain[j]))
                             lines.append(
                                 f"- {chain[j]} nodes are NOT directly contained in {chain[i]} nodes: "
                                 f"use (:{chain[i]})-[:CONTAINS*]->(:{chain[j]})."
