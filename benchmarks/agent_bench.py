@@ -151,12 +151,27 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return table
 
 
+def load_graph(spec: str) -> Any:
+    """The scene graph named by ``--graph``: a file, or ``building`` (``generate_building()``, seed 0)."""
+    if spec == "building":
+        from scenerag.sim.building import generate_building
+
+        return generate_building().to_scene_graph()
+    from scenerag import read_scene_graph
+
+    return read_scene_graph(spec)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--questions", nargs="+", required=True, type=Path)
-    parser.add_argument("--graph", type=Path, default=DATA / "hydra_small_indoor_dsg.json")
+    parser.add_argument(
+        "--graph",
+        default=str(DATA / "hydra_small_indoor_dsg.json"),
+        help="a scene-graph file, or 'building' for the procedural two-floor building (seed 0, defaults)",
+    )
     parser.add_argument("--tag", action="append", help="keep questions with this tag (repeatable)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many questions")
     parser.add_argument("--uid", action="append", help="keep the question with this id (repeatable)")
@@ -168,7 +183,6 @@ def main() -> None:
     add_record_argument(parser)
     args = parser.parse_args()
 
-    from scenerag import read_scene_graph
     from scenerag.eval.questions import load_questions
     from scenerag.store import open_store
 
@@ -183,7 +197,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agent-bench-") as tmp:
         db = str(Path(tmp) / "db")
         store = open_store(db, create=True)
-        store.load(read_scene_graph(args.graph))
+        store.load(load_graph(args.graph))
         store.close()
         rows = run_processes(args, questions, db) if args.process else run_in_process(args, questions, db)
     table = summarize(rows)

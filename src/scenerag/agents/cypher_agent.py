@@ -33,11 +33,16 @@ from scenerag.agents.answer_format import NOT_FOUND, format_rows, is_yes_no_ques
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
-from scenerag.agents.examples import CypherExample, ExampleLibrary
+from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
-from scenerag.agents.query_repair import repair_query, repair_singleton_pairs
+from scenerag.agents.query_repair import (
+    fill_ignored_values,
+    repair_mentions,
+    repair_query,
+    repair_singleton_pairs,
+)
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
@@ -47,6 +52,7 @@ from scenerag.store.base import GraphStore, QueryResult
 
 if TYPE_CHECKING:
     from scenerag.retrieval.embeddings import Embedder
+    from scenerag.store.schema import GraphSchema
 
 __all__ = [
     "CypherAgent",
@@ -95,12 +101,46 @@ _QA_INTRO = (
     "its graph database."
 )
 _QA_RULES = (
-    "Rules: kinds of things are values of the class property, never labels: (o:Object {class: 'seating'}). "
-    "Rooms hold objects only through places: (r:Room)-[:CONTAINS*]->(o:Object). *_CONNECTED edges are "
+    "Rules: kinds of things are values of the class property, never labels: ({var}:{leaf} {{class: '{cls}'}}). "
+    "{containment}*_CONNECTED edges are "
     "undirected. Distances: point.distance(a.center, b.center). Return node symbols (n.nodeSymbol) unless "
     "the question asks for something else; return only what answers the question. Compute aggregates with "
     "WITH before filtering them.\nReply with the Cypher query only, on one line."
 )
+
+
+def qa_rules(schema: GraphSchema) -> str:
+    """The rules of the QA prompt, with the graph's own leaf label, a class of it and the containment
+    hop a model most often writes wrong (the deepest container that holds leaves only through another
+    layer: Hydra's rooms through places, a KeySG building's floors through rooms)."""
+    roles = GraphRoles.from_schema(schema)
+    leaf = roles.leaf or ont.OBJECT
+    info = schema.node_properties.get(leaf, {}).get(ont.CLASS_KEY)
+    plain = _layer_word(leaf, plural=False)
+    values = [v for v in (info.values or []) if v.lower() != plain] if info is not None else []
+    cls = next((v for v in ("seating", "chair") if v in values), values[0] if values else "chair")
+    direct = {(a, b) for (a, t, b) in schema.patterns if t == ont.CONTAINS}
+    containment = ""
+    for chain in schema.containment_chains():
+        if leaf not in chain:
+            continue
+        upper = [i for i in range(chain.index(leaf) - 1) if (chain[i], leaf) not in direct]
+        if upper:
+            top, via = chain[upper[-1]], chain[upper[-1] + 1]
+            containment = (
+                f"{_layer_word(top).capitalize()} hold {_layer_word(leaf)} only through {_layer_word(via)}: "
+                f"({top[0].lower()}:{top})-[:CONTAINS*]->({leaf[0].lower()}:{leaf}). "
+            )
+            break
+    return _QA_RULES.format(var=leaf[0].lower(), leaf=leaf, cls=cls, containment=containment)
+
+
+def _layer_word(label: str, *, plural: bool = True) -> str:
+    """How a layer is called in a sentence: ``MeshPlace`` -> ``places``, ``Room`` -> ``rooms``."""
+    word = re.findall(r"[A-Z]?[a-z]+", label)[-1].lower() if re.search(r"[a-z]", label) else label.lower()
+    return word + "s" if plural else word
+
+
 _PDDL_RULES = (
     "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25) or, in brackets, "
     "what the instruction calls the node: [seating], [box closest to the bag]. (all ...) means every one, "
@@ -192,7 +232,7 @@ class CypherAgent:
                     _PDDL_RULES,
                 ]
             )
-        return "\n\n".join([_QA_INTRO, schema, _QA_RULES])
+        return "\n\n".join([_QA_INTRO, schema, qa_rules(self.store.schema())])
 
     def user_prompt(
         self,
@@ -289,6 +329,21 @@ class CypherAgent:
         state.messages.append(Message.user(f"{feedback}\nWrite a corrected {what}."))
         return True
 
+    def _linked_values(self, state: RunState, cypher: str, links: Sequence[Link]) -> str:
+        """``cypher`` with the question's words used as values (``{nodeSymbol: 'upstairs'}``) replaced by
+        what they were linked to (see :func:`repair_mentions`); the rewrite is recorded."""
+        if not self.config.auto_repair:
+            return cypher
+        mentions = {
+            link.mention.lower(): (link.label, link.key, link.value)
+            for link in links
+            if link.mention.lower() != link.value.lower()
+        }
+        fixed, notes = repair_mentions(cypher, mentions, self.store.schema())
+        if notes:
+            state.result.context.setdefault("rewrites", []).extend(notes)
+        return fixed
+
     def _execute(self, state: RunState, cypher: str) -> tuple[QueryResult | None, str | None]:
         """Check, repair and run ``cypher``; ``(result, None)`` or ``(None, problem for the model)``."""
         schema = self.store.schema()
@@ -361,6 +416,16 @@ class CypherAgent:
                 if self._retry(state, attempt, "Reply with a Cypher query only."):
                     continue
                 break
+            draft.cypher = self._linked_values(state, draft.cypher, links)
+            if (
+                attempt > 0
+                and self.config.auto_repair
+                and _normalized(draft.cypher) in set(state.result.context.get("feedback_only", []))
+            ):
+                # told it ignores a linked class, the model wrote the same query: add the class itself
+                ignored = [(link.label, link.key, link.value) for link in unused_links(draft.cypher, links)]
+                draft.cypher, notes = fill_ignored_values(draft.cypher, ignored)
+                state.result.context.setdefault("rewrites", []).extend(notes)
             unused = unused_links(draft.cypher, links) if attempt == 0 else []
             invented = self._invented(draft.cypher, links, question) if attempt == 0 else []
             feedback = []
@@ -531,6 +596,7 @@ class CypherAgent:
                 continue
             bindings: dict[str, list[str]] = {}
             if draft.cypher:
+                draft.cypher = self._linked_values(state, draft.cypher, links)
                 result, problem = self._execute(state, draft.cypher)
                 if result is None:
                     if self._retry(state, attempt, problem or "The query failed.", "reply"):

@@ -15,6 +15,7 @@ mistakes that run without error but mean nothing, and says why:
 * a variable-length path whose type never leads between its labels (``(:MeshPlace)-[:CONTAINS*]->
   (:MeshPlace)``) or a class value of another label (``(:Object {class: 'lounge'})``): rejected with the
   patterns or labels that do exist;
+* a ``*_CONNECTED`` edge written with an arrow: matched without one (the links are undirected);
 * two patterns matching the same nodes (``(a:Object {class: 'light'}), (b:Object {class: 'light'})``)
   without ``a <> b``: added, so a node is not its own nearest neighbour at distance 0.
 """
@@ -63,12 +64,27 @@ def check_cypher(query: str, schema: GraphSchema) -> CheckResult:
     if not schema.node_counts:
         return result
     _label_named_by_class(result, schema)
+    _undirected_links(result)
     _fix_hops(result, schema)
     _distinct_pairs(result)
     _misplaced_values(result, schema)
     _aggregates_in_where(result)
     _unbound(result)
     return result
+
+
+_DIRECTED_LINK = re.compile(
+    r"<-\s*(\[[^\]]*:\s*\w+_CONNECTED\b[^\]]*\])\s*-(?!>)|-\s*(\[[^\]]*:\s*\w+_CONNECTED\b[^\]]*\])\s*->"
+)
+
+
+def _undirected_links(result: CheckResult) -> None:
+    """``-[:ROOM_CONNECTED]->``: a layer's links are stored one way round but mean both; the arrow is
+    dropped so neither half of the neighbours is lost."""
+    fixed = _DIRECTED_LINK.sub(lambda m: "-" + (m.group(1) or m.group(2)) + "-", result.query)
+    if fixed != result.query:
+        result.query = fixed
+        result.rewrites.append("*_CONNECTED edges are undirected: matched them without an arrow")
 
 
 def _var_labels(query: str) -> dict[str, set[str]]:

@@ -74,6 +74,15 @@ class GraphRoles:
     agent: str | None = None
     agent_link: str | None = None
     agent_in_place: bool = False
+    #: the layer that holds regions (a KeySG building's floors)
+    upper: str | None = None
+    #: parts of leaves through their own edge type (KeySG's Object -[:HAS_ELEMENT]-> FunctionalElement)
+    part: str | None = None
+    part_link: str | None = None
+    #: a listed property of leaves a person asks about (colour, material, state)
+    leaf_attribute: str | None = None
+    #: a numeric size of regions (``area_m2``)
+    region_size: str | None = None
 
     @classmethod
     def from_schema(cls, schema: GraphSchema) -> GraphRoles:
@@ -107,7 +116,39 @@ class GraphRoles:
                 roles.agent, roles.agent_link = src, rtype
                 roles.agent_in_place = (roles.place, ont.CONTAINS, src) in schema.patterns
                 break
+        above = [
+            ch[ch.index(roles.region) - 1]
+            for ch in chains
+            if roles.region in ch and ch.index(roles.region) > 0
+        ]
+        roles.upper = above[0] if above and schema.node_counts.get(above[0], 0) > 1 else None
+        for src, rtype, dst in sorted(schema.patterns):
+            if (
+                src == roles.leaf
+                and dst != src
+                and rtype != ont.CONTAINS
+                and not rtype.endswith("_CONNECTED")
+            ):
+                roles.part, roles.part_link = dst, rtype
+                break
+        leaf_props = schema.node_properties.get(roles.leaf or "", {})
+        roles.leaf_attribute = next(
+            (k for k in _ATTRIBUTE_KEYS if k in leaf_props and leaf_props[k].values), None
+        )
+        region_props = schema.node_properties.get(roles.region or "", {})
+        roles.region_size = next(
+            (
+                k
+                for k, p in sorted(region_props.items())
+                if "area" in k.lower() and p.type in ("FLOAT", "INTEGER")
+            ),
+            None,
+        )
         return roles
+
+
+#: listed leaf properties people ask about, in order of preference
+_ATTRIBUTE_KEYS = ("color", "colour", "material", "state", "shape")
 
 
 @dataclass
@@ -154,8 +195,10 @@ def _values(store: GraphStore, roles: GraphRoles) -> _Values:
 def _plural(word: str) -> str:
     """English plural of a class name; coarse categories (seating, storage, decor) read as "<c> objects"."""
     word = word.replace("_", " ")
-    if word.endswith(("ing", "age", "or", "ure", "ery", "ware")) or word in _MASS_NOUNS:
+    if word.endswith(("age", "or", "ure", "ery", "ware")) or word in _MASS_NOUNS:
         return f"{word} objects"
+    if word.endswith("shelf"):
+        return word[:-1] + "ves"
     if word.endswith(("s", "x", "sh", "ch")):
         return word + "es"
     if word.endswith("y") and not word.endswith(("ay", "ey", "oy", "uy")):
@@ -164,7 +207,10 @@ def _plural(word: str) -> str:
 
 
 _MASS_NOUNS = frozenset(
-    {"food", "trash", "furniture", "clothes", "equipment", "flora", "lighting", "storage"}
+    {
+        *("food", "trash", "furniture", "clothes", "equipment", "flora", "storage"),
+        *("seating", "lighting", "clothing", "bedding", "shelving", "plumbing", "heating", "signage"),
+    }
 )
 
 
@@ -447,6 +493,11 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     "RETURN count(DISTINCT o)",
                 ),
                 (
+                    f"Is there a {c3} in the {rc1}?",
+                    f"OPTIONAL MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
+                    "RETURN count(o) > 0",
+                ),
+                (
                     f"What kinds of things are in the {rc1}?",
                     f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
                 ),
@@ -586,6 +637,29 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             )
     if roles.agent and roles.agent_link:
         ex += _trajectory_examples(store, roles, OB, P)
+    if R and roles.region_size:
+        size, r1, rc = roles.region_size, _pick(v.regions, 0, "R1"), _pick(v.region_classes, 0, None)
+        rl = R.lower()
+        ex += [
+            (
+                f"Which {rl} is the largest?",
+                f"MATCH (r:{R}) RETURN r.nodeSymbol ORDER BY r.{size} DESC LIMIT 1",
+            ),
+            (f"How big is {rl} {r1}?", f"MATCH (r:{R} {{nodeSymbol: '{r1}'}}) RETURN r.{size}"),
+        ]
+        if rc:
+            ex.append(
+                (
+                    f"Which {rc.replace('_', ' ')} is the smallest?",
+                    f"MATCH (r:{R} {{class: '{rc}'}}) RETURN r.nodeSymbol ORDER BY r.{size} ASC LIMIT 1",
+                )
+            )
+    if R and roles.upper:
+        ex += _upper_layer_examples(store, roles, v, c1=c1, c2=c2, c3=c3, o2=o2)
+    if roles.part and roles.part_link:
+        ex += _part_examples(store, roles, v)
+    if roles.leaf_attribute:
+        ex += _attribute_examples(store, roles, cs=cs, o1=o1, c1=c1)
     # a class that only repeats its label (every Object is class 'object') names nothing a user would say
     plain = {re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower() for label in schema.node_counts}
     hollow = [f"'{c}'" for c in [*v.classes, *v.region_classes] if c.lower() in plain]
@@ -593,6 +667,149 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     out = [CypherExample(q, c) for q, c in ex]
     out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, c3=c3, cs=cs)
     return out
+
+
+def _upper_layer_examples(
+    store: GraphStore, roles: GraphRoles, v: _Values, *, c1: str, c2: str, c3: str, o2: str
+) -> list[tuple[str, str]]:
+    """Questions about the layer that holds the regions (a building's floors): what is on which floor."""
+    U, R, OB = roles.upper, roles.region, roles.leaf
+    order = "f.level, f.nodeSymbol" if _has_key(store, U, "level") else "f.nodeSymbol"
+    rows = store.query(f"MATCH (f:`{U}`) RETURN f.nodeSymbol AS s ORDER BY {order}", max_rows=50).rows
+    floors = [str(r["s"]) for r in rows if r.get("s")]
+    if not floors or not R or not OB:
+        return []
+    f0, f1 = floors[0], floors[-1]
+    ul, rl = U.lower(), R.lower()
+    rc = _pick(v.region_classes, 0, None)
+    ex = [
+        (
+            f"How many {rl}s are on {f0}?",
+            f"MATCH (f:{U} {{nodeSymbol: '{f0}'}})-[:CONTAINS*]->(r:{R}) RETURN count(DISTINCT r)",
+        ),
+        (
+            f"How many {_plural(c1)} are on {f1}?",
+            f"MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) RETURN count(DISTINCT o)",
+        ),
+        (
+            f"Which {ul} is {o2} on?",
+            f"MATCH (f:{U})-[:CONTAINS*]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN f.nodeSymbol",
+        ),
+        (
+            f"Is there a {c3} on {f1}?",
+            f"OPTIONAL MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
+            "RETURN count(o) > 0",
+        ),
+        (
+            f"How many {_plural(c2)} are on each {ul}?",
+            f"MATCH (f:{U}) OPTIONAL MATCH (f)-[:CONTAINS*]->(o:{OB} {{class: '{c2}'}}) "
+            "RETURN f.nodeSymbol, count(DISTINCT o)",
+        ),
+        (
+            f"Which {rl}s on {f1} have a {c3}?",
+            f"MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
+            "RETURN DISTINCT r.nodeSymbol",
+        ),
+        (
+            f"Which {ul} has the most {rl}s?",
+            f"MATCH (f:{U})-[:CONTAINS*]->(r:{R}) WITH f, count(DISTINCT r) AS n ORDER BY n DESC LIMIT 1 "
+            "RETURN f.nodeSymbol",
+        ),
+    ]
+    if rc:
+        ex += [
+            (
+                f"Which {ul} is the {rc.replace('_', ' ')} on?",
+                f"MATCH (f:{U})-[:CONTAINS*]->(r:{R} {{class: '{rc}'}}) RETURN DISTINCT f.nodeSymbol",
+            ),
+            (
+                f"Which {_plural(rc)} are on {f0}?",
+                f"MATCH (f:{U} {{nodeSymbol: '{f0}'}})-[:CONTAINS*]->(r:{R} {{class: '{rc}'}}) RETURN r.nodeSymbol",
+            ),
+            (
+                f"What {_plural(c2)} are in the {rc.replace('_', ' ')} on {f1}?",
+                f"MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(r:{R} {{class: '{rc}'}})-[:CONTAINS*]->"
+                f"(o:{OB} {{class: '{c2}'}}) RETURN DISTINCT o.nodeSymbol",
+            ),
+        ]
+    return ex
+
+
+def _part_examples(store: GraphStore, roles: GraphRoles, v: _Values) -> list[tuple[str, str]]:
+    """Questions about the parts of leaves (handles, knobs, faucets on objects) through their edge type."""
+    OB, PT, link, R = roles.leaf, roles.part, roles.part_link, roles.region
+    rows = store.query(
+        f"MATCH (o:`{OB}`)-[:`{link}`]->(e:`{PT}`) RETURN o.class AS oc, e.class AS pc, count(*) AS n, "
+        "min(o.nodeSymbol) AS o, min(e.nodeSymbol) AS e ORDER BY n DESC, oc, pc LIMIT 1"
+    ).rows
+    if not rows or not rows[0].get("pc"):
+        return []
+    oc, pc, osym, esym = (str(rows[0][k]) for k in ("oc", "pc", "o", "e"))
+    pw = _plural(pc)
+    ex = [
+        (
+            f"How many {pw} does {osym} have?",
+            f"MATCH (o:{OB} {{nodeSymbol: '{osym}'}})-[:{link}]->(e:{PT} {{class: '{pc}'}}) RETURN count(e)",
+        ),
+        (
+            f"How many {pw} are on the {_plural(oc)} in total?",
+            f"MATCH (o:{OB} {{class: '{oc}'}})-[:{link}]->(e:{PT} {{class: '{pc}'}}) RETURN count(DISTINCT e)",
+        ),
+        (
+            f"Which {OB.lower()}s have a {pc}?",
+            f"MATCH (o:{OB})-[:{link}]->(:{PT} {{class: '{pc}'}}) RETURN DISTINCT o.nodeSymbol",
+        ),
+        (
+            f"What is {esym} attached to?",
+            f"MATCH (o:{OB})-[:{link}]->(e:{PT} {{nodeSymbol: '{esym}'}}) RETURN o.nodeSymbol",
+        ),
+        (
+            f"What parts does the {oc.replace('_', ' ')} have?",
+            f"MATCH (o:{OB} {{class: '{oc}'}})-[:{link}]->(e:{PT}) RETURN e.nodeSymbol",
+        ),
+    ]
+    rc = _pick(v.region_classes, 0, None)
+    if R and rc:
+        ex.append(
+            (
+                f"How many {pw} are there in the {rc.replace('_', ' ')}?",
+                f"MATCH (r:{R} {{class: '{rc}'}})-[:CONTAINS|{link}*]->(e:{PT} {{class: '{pc}'}}) "
+                "RETURN count(DISTINCT e)",
+            )
+        )
+    return ex
+
+
+def _attribute_examples(
+    store: GraphStore, roles: GraphRoles, *, cs: str, o1: str, c1: str
+) -> list[tuple[str, str]]:
+    """Questions about a listed property of leaves (colour): its value, and nodes filtered by it."""
+    OB, key = roles.leaf, roles.leaf_attribute
+    rows = store.query(
+        f"MATCH (o:`{OB}`) WHERE o.`{key}` IS NOT NULL RETURN o.class AS c, o.`{key}` AS a, count(*) AS n "
+        "ORDER BY n DESC, c, a LIMIT 1"
+    ).rows
+    if not rows:
+        return []
+    ca, val = str(rows[0]["c"]), str(rows[0]["a"])
+    word = key.replace("_", " ")
+    return [
+        (f"What {word} is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.{key}"),
+        (f"What {word} is the {cs.replace('_', ' ')}?", f"MATCH (o:{OB} {{class: '{cs}'}}) RETURN o.{key}"),
+        (f"How many {val} {OB.lower()}s are there?", f"MATCH (o:{OB} {{{key}: '{val}'}}) RETURN count(o)"),
+        (
+            f"Which {_plural(ca)} are {val}?",
+            f"MATCH (o:{OB} {{class: '{ca}', {key}: '{val}'}}) RETURN o.nodeSymbol",
+        ),
+        (
+            f"What {word}s do the {_plural(c1)} have?",
+            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN DISTINCT o.{key}",
+        ),
+    ]
+
+
+def _has_key(store: GraphStore, label: str | None, key: str) -> bool:
+    return key in store.schema().node_properties.get(label or "", {})
 
 
 def _trajectory_examples(

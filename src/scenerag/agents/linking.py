@@ -39,38 +39,40 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "ottoman": ("seating",),
     # storage
     "cabinet": ("storage", "cabinet"),
-    "shelf": ("storage", "shelf"),
-    "shelves": ("storage", "shelf"),
+    "shelf": ("storage", "shelf", "bookshelf"),
+    "shelves": ("storage", "shelf", "bookshelf"),
     "bookshelf": ("storage", "shelf"),
     "drawer": ("storage", "drawer"),
     "cupboard": ("storage", "cabinet"),
     "locker": ("storage",),
     "dresser": ("storage",),
     "wardrobe": ("storage",),
-    "closet": ("storage",),
+    "closet": ("storage", "wardrobe"),
     "rack": ("storage",),
-    "bookcase": ("storage", "shelf"),
+    "bookcase": ("storage", "shelf", "bookshelf"),
     # trash
-    "bin": ("trash", "bin"),
-    "wastebin": ("trash",),
-    "wastebasket": ("trash",),
-    "garbage": ("trash",),
-    "trashcan": ("trash",),
-    "dustbin": ("trash",),
-    "rubbish": ("trash",),
-    "recycling": ("trash",),
+    "bin": ("trash", "bin", "trash_can", "garbage_can"),
+    "wastebin": ("trash", "trash_can"),
+    "wastebasket": ("trash", "trash_can"),
+    "garbage": ("trash", "trash_can", "garbage_can"),
+    "trashcan": ("trash", "trash_can"),
+    "dustbin": ("trash", "trash_can"),
+    "rubbish": ("trash", "trash_can"),
+    "recycling": ("trash", "trash_can"),
     # lights
     "lamp": ("light", "lamp"),
-    "lights": ("light",),
+    "lights": ("light", "lamp"),
     "lighting": ("light",),
     "bulb": ("light",),
     "chandelier": ("light",),
     # appliances
     "fridge": ("appliance", "refrigerator", "fridge"),
-    "refrigerator": ("appliance", "refrigerator"),
+    "freezer": ("refrigerator", "fridge", "appliance"),
+    "refrigerator": ("appliance", "refrigerator", "fridge"),
     "microwave": ("appliance", "microwave"),
     "oven": ("appliance", "oven"),
-    "stove": ("appliance",),
+    "stove": ("appliance", "oven", "stove"),
+    "cooker": ("oven", "stove", "appliance"),
     "dishwasher": ("appliance",),
     "toaster": ("appliance",),
     "kettle": ("appliance",),
@@ -80,14 +82,21 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "machine": ("appliance",),
     "tv": ("appliance", "tv"),
     "television": ("appliance", "tv"),
-    "washer": ("appliance",),
+    "washer": ("washing_machine", "appliance"),
+    "laundry machine": ("washing_machine",),
+    "tumble dryer": ("dryer",),
     # decor
     "plant": ("decor", "plant", "flora"),
-    "painting": ("decor", "picture"),
-    "picture": ("decor", "picture"),
+    "painting": ("decor", "picture", "painting"),
+    "paintings": ("decor", "picture", "painting"),
+    "picture": ("decor", "picture", "painting"),
+    "pictures": ("decor", "picture", "painting"),
+    "photo": ("picture", "painting", "decor"),
     "poster": ("decor", "sign"),
     "vase": ("decor", "vase"),
-    "artwork": ("decor",),
+    "artwork": ("decor", "painting", "picture"),
+    "flower": ("plant", "flora", "decor"),
+    "flowers": ("plant", "flora", "decor"),
     "art": ("decor",),
     "decoration": ("decor",),
     "decorations": ("decor",),
@@ -119,6 +128,22 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "fruit": ("food",),
     "meal": ("food",),
     "mattress": ("bed",),
+    "cushion": ("pillow",),
+    "cushions": ("pillow",),
+    "heater": ("radiator",),
+    "cup": ("mug", "cup"),
+    "dish": ("plate", "bowl"),
+    "dishes": ("plate", "bowl"),
+    "tap": ("faucet",),
+    "taps": ("faucet",),
+    "staircase": ("stairs",),
+    "stairway": ("stairs",),
+    "screen": ("monitor", "tv"),
+    "bedside table": ("nightstand",),
+    "night stand": ("nightstand",),
+    "night table": ("nightstand",),
+    "shoe rack": ("shoe_cabinet",),
+    "light switch": ("switch",),
     "cot": ("bed",),
     "table": ("table", "desk"),
     "desk": ("desk", "table"),
@@ -129,13 +154,16 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "bathtub": ("bathtub",),
     "tub": ("bathtub",),
     "monitor": ("monitor", "tv", "appliance"),
-    "computer": ("computer", "appliance"),
+    "computer": ("computer", "laptop", "monitor", "appliance"),
     # rooms
     "corridor": ("hallway", "corridor"),
-    "hall": ("hallway",),
-    "hallways": ("hallway",),
+    "hallway": ("hallway", "corridor"),
+    "hall": ("hallway", "corridor"),
+    "hallways": ("hallway", "corridor"),
     "corridors": ("hallway", "corridor"),
-    "passage": ("hallway",),
+    "passage": ("hallway", "corridor"),
+    "laundry": ("laundry_room",),
+    "study": ("office",),
     "lobby": ("lounge", "lobby"),
     # adjectives only name a room with their noun ("the most common kind" is no lounge)
     "common room": ("lounge",),
@@ -154,6 +182,8 @@ LEXICON: dict[str, tuple[str, ...]] = {
 }
 
 #: two-word phrases whose words name no node ("bounding box" is a measure, not a box)
+_MAX_CLASSES = 2000  # distinct classes read per label for linking
+
 _NOT_ENTITIES = frozenset({"bounding box", "bounding boxes", "floor plan", "point cloud"})
 
 _STOP = frozenset(
@@ -322,6 +352,12 @@ class _Vocabulary:
     values: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # value -> [(label, key)]
     prefixes: dict[str, str] = field(default_factory=dict)  # symbol letter -> label
     members: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
+    #: numbered node names ("bathroom 2", "floor 1") -> (label, symbol)
+    names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: label names as words ("floor", "functional_element"): they name a layer, never a property value
+    label_words: set[str] = field(default_factory=set)
+    #: floor symbols from the lowest level up (where the graph has a Floor layer with levels)
+    floors: list[str] = field(default_factory=list)
 
 
 class EntityLinker:
@@ -365,10 +401,14 @@ class EntityLinker:
         }
 
     def _value_links(self, value: str, mention: str, how: str) -> list[Link]:
+        """Links of ``mention`` to ``value``; where the value is some label's class, only those (a sofa is
+        an Object class, not the parent_class of its handles)."""
         vocab = self.vocabulary()
+        owners = vocab.values.get(value, [])
+        classes = [(label, key) for label, key in owners if key == ont.CLASS_KEY]
         return [
             Link(mention, label, key, value, how, vocab.members.get((label, key, value), ()))
-            for label, key in vocab.values.get(value, [])
+            for label, key in classes or owners
         ]
 
     # -- linking ---------------------------------------------------------------------------------------
@@ -406,6 +446,21 @@ class EntityLinker:
                 )
                 taken.append(m.span())
         lowered = question.lower()
+        named = {**_floor_words(vocab.floors), **{k: v[1] for k, v in vocab.names.items()}}
+        for phrase in sorted(named, key=len, reverse=True):  # "bathroom 2", "upstairs", "ground floor"
+            for m in re.finditer(rf"\b{re.escape(phrase)}\b", lowered):
+                if not any(a <= m.start() < b or a < m.end() <= b for a, b in taken):
+                    sym = named[phrase]
+                    links.append(
+                        Link(
+                            question[m.start() : m.end()],
+                            vocab.prefixes.get(sym[0], "node"),
+                            ont.SYMBOL_KEY,
+                            sym,
+                            "name",
+                        )
+                    )
+                    taken.append(m.span())
         words = [(w.group(0), w.start()) for w in _WORD.finditer(lowered)]
         unmatched: list[str] = []
         i = 0
@@ -427,7 +482,7 @@ class EntityLinker:
             found = self._match(word)
             if found:
                 links.extend(Link(word, f.label, f.key, f.value, f.how, f.symbols) for f in found)
-            elif word not in _STOP and len(word) > 2:
+            elif word not in _STOP and len(word) > 2 and not set(_forms(word)) & vocab.label_words:
                 unmatched.append(word)
             i += 1
         if self.embedder is not None and unmatched:
@@ -438,6 +493,8 @@ class EntityLinker:
         if not word or word in _STOP or word.rstrip("s") in _STOP:
             return []  # "objects", "room": generic words, even where a class has that name
         vocab = self.vocabulary()
+        if any(form in vocab.label_words for form in _forms(word)):
+            return []  # "floor" names the Floor layer, not Object.mount = 'floor'
         for form in _forms(word):
             if form in vocab.values:
                 return self._value_links(form, word, "exact")
@@ -505,17 +562,57 @@ def build_vocabulary(store: GraphStore) -> _Vocabulary:
                 if value.lower() != value:
                     vocab.values.setdefault(value, []).append((label, key))
     for label in schema.labels:
+        vocab.label_words.add(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower())
         rows = store.query(f"MATCH (n:`{label}`) RETURN n.nodeSymbol AS s LIMIT 1").rows
         if rows and rows[0].get("s"):
             vocab.prefixes.setdefault(str(rows[0]["s"])[0], label)
-        if schema.node_counts.get(label, 0) <= 200 and ont.CLASS_KEY in schema.node_properties.get(label, {}):
+        info = schema.node_properties.get(label, {}).get(ont.CLASS_KEY)
+        if info is not None and info.values is None:  # too many classes for the schema text: ask the store
+            plain = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower()
+            for row in store.query(
+                f"MATCH (n:`{label}`) RETURN DISTINCT n.class AS c", max_rows=_MAX_CLASSES
+            ).rows:
+                value = row.get("c")
+                if isinstance(value, str) and value.lower() not in (plain, plain.replace("_", "")):
+                    for form in dict.fromkeys((value.lower(), value)):
+                        vocab.values.setdefault(form, []).append((label, ont.CLASS_KEY))
+        if schema.node_counts.get(label, 0) <= 200 and info is not None:
             grouped = store.query(
-                f"MATCH (n:`{label}`) RETURN n.class AS c, collect(n.nodeSymbol) AS s", max_rows=100
+                f"MATCH (n:`{label}`) RETURN n.class AS c, collect(n.nodeSymbol) AS s", max_rows=200
             ).rows
             for row in grouped:
                 if row.get("c") is not None:
                     vocab.members[(label, ont.CLASS_KEY, str(row["c"]))] = tuple(sorted(map(str, row["s"])))
+        if schema.node_counts.get(label, 0) <= 200 and "name" in schema.node_properties.get(label, {}):
+            for row in store.query(
+                f"MATCH (n:`{label}`) WHERE n.name IS NOT NULL RETURN n.name AS name, n.nodeSymbol AS s",
+                max_rows=200,
+            ).rows:
+                if isinstance(row.get("name"), str) and row.get("s") and re.search(r"\d", row["name"]):
+                    vocab.names[row["name"].lower()] = (label, str(row["s"]))
+    if "level" in schema.node_properties.get(ont.FLOOR, {}):
+        rows = store.query(
+            f"MATCH (f:{ont.FLOOR}) RETURN f.nodeSymbol AS s ORDER BY f.level, s", max_rows=200
+        ).rows
+        vocab.floors = [str(r["s"]) for r in rows if r.get("s")]
     return vocab
+
+
+def _floor_words(floors: Sequence[str]) -> dict[str, str]:
+    """Everyday names of floors -> floor symbol, US numbering ("first floor" is the lowest); "upstairs"
+    only where it can mean one floor (a two-floor building)."""
+    if not floors:
+        return {}
+    words = {
+        w: floors[0] for w in ("ground floor", "ground level", "downstairs", "bottom floor", "lowest floor")
+    }
+    words.update({w: floors[-1] for w in ("top floor", "highest floor", "uppermost floor")})
+    for i, ordinal in enumerate(("first", "second", "third", "fourth", "fifth")[: len(floors)]):
+        words[f"{ordinal} floor"] = floors[i]
+    if len(floors) == 2:
+        words.update({w: floors[1] for w in ("upstairs", "upper floor", "lower floor", "up stairs")})
+        words["lower floor"] = floors[0]
+    return words
 
 
 def _forms(word: str) -> list[str]:

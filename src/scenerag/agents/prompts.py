@@ -50,7 +50,7 @@ def pddl_rules(domain_text: str) -> str:
 
 def schema_block(schema: GraphSchema) -> str:
     """The live database schema rendered for the prompt."""
-    return "Database schema:\n" + schema.to_text()
+    return "Database schema:\n" + schema.to_text(compact=True)
 
 
 def no_schema_block() -> str:

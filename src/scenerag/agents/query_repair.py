@@ -83,6 +83,113 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
     return apply_edits(query, edits), list(dict.fromkeys(notes))
 
 
+def repair_mentions(
+    query: str, mentions: dict[str, tuple[str, str, str]], schema: GraphSchema | None = None
+) -> tuple[str, list[str]]:
+    """A question's words used as stored values: ``{nodeSymbol: 'upstairs'}``, ``{class: 'bathroom 2'}``,
+    ``{via: 'downstairs'}``, where entity linking said what they are (``mentions``: lower-cased mention ->
+    (label, key, value), e.g. ``'upstairs' -> ('Floor', 'nodeSymbol', 'F1')``).
+
+    On ``nodeSymbol`` / ``class`` / ``name`` of a node of the linked label the literal becomes the linked
+    value under the linked key. On a node that the linked node contains (``(r:Room {name: 'downstairs'})``
+    with 'downstairs' the floor F0) the filter becomes containment: ``MATCH (f0:Floor {nodeSymbol: 'F0'})
+    -[:CONTAINS*]->(r)``. Anywhere else the filter names nothing stored and is dropped from its map.
+    ``(query, notes)``; unchanged when nothing applies."""
+    if not mentions:
+        return query, []
+    toks = tokenize(query)
+    nodes = list(_NODE_PATTERN.finditer(query))
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    prefix: list[str] = []
+    for i, tok in enumerate(toks):
+        if tok.kind != "string" or tok.text[1:-1].lower() not in mentions:
+            continue
+        literal = tok.text[1:-1]
+        label, key, value = mentions[literal.lower()]
+        key_tok = _key_before(toks, i)
+        if key_tok is None or value == literal:
+            continue
+        node = next((m for m in nodes if m.start() < tok.start < m.end()), None)
+        node_label = node.group("l") if node is not None else None
+        if key_tok.text in (ont.SYMBOL_KEY, ont.CLASS_KEY, "name") and node_label in (None, label):
+            edits.append((key_tok.start, key_tok.end, key))
+            edits.append((tok.start, tok.end, _quote(value)))
+            notes.append(f"'{literal}' is {label} {key} '{value}' in this graph: matched {key} = '{value}'")
+            continue
+        if toks[i - 1].text != ":" or not _in_map(toks, i):
+            continue
+        start, end = key_tok.start, tok.end
+        if i + 1 < len(toks) and toks[i + 1].text == ",":
+            end = toks[i + 1].end
+        elif i - 3 >= 0 and toks[i - 3].text == ",":
+            start = toks[i - 3].start
+        edits.append((start, end, ""))
+        if node is not None and key == ont.SYMBOL_KEY and _holds(schema, label, node_label):
+            var = f"{label[0].lower()}{value.lower()}"
+            prefix.append(
+                f"MATCH ({var}:{label} {{{ont.SYMBOL_KEY}: {_quote(value)}}})-[:CONTAINS*]->({node.group('v')}) "
+            )
+            notes.append(f"'{literal}' is {label} {value}: {node.group('v')} is matched inside it")
+        else:
+            notes.append(
+                f"'{literal}' is no {key_tok.text} value: it is {label} {key} '{value}'; dropped that filter"
+            )
+    if not edits:
+        return query, []
+    fixed = re.sub(r"\s*\{\s*\}", "", apply_edits(query, edits))  # a property map left empty
+    return "".join(prefix) + fixed, notes
+
+
+def fill_ignored_values(query: str, ignored: list[tuple[str, str, str]]) -> tuple[str, list[str]]:
+    """A linked value the query leaves out ("Is there a TV in any of the bedrooms?" matched on every
+    ``(r:Room)``; ``ignored``: (label, key, value)) is added to the one unfiltered node of its label; where
+    the label has no such node, or several, the query is left alone. ``(query, notes)``."""
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    nodes = list(_NODE_PATTERN.finditer(query))
+    for label, key, value in ignored:
+        if key == ont.SYMBOL_KEY:
+            continue
+        same = [m for m in nodes if m.group("l") == label]
+        free = [
+            m
+            for m in same
+            if not re.search(rf"\b({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\s*:", m.group("props") or "")
+        ]
+        if len(same) != 1 or len(free) != 1 or re.search(rf"\b{free[0].group('v')}\.{key}\b", query):
+            continue
+        m = free[0]
+        props = (m.group("props") or "").strip()
+        inner = f"{key}: {_quote(value)}" + (f", {props}" if props else "")
+        edits.append((m.start(), m.end(), f"({m.group('v')}:{label} {{{inner}}})"))
+        notes.append(f"the question names {label} {key} '{value}': added it to ({m.group('v')}:{label})")
+    if not edits:
+        return query, []
+    return apply_edits(query, edits), notes
+
+
+def _holds(schema: GraphSchema | None, upper: str, lower: str | None) -> bool:
+    """Whether ``upper`` nodes contain ``lower`` nodes (directly or through other layers)."""
+    return schema is not None and any(
+        upper in ch and lower in ch and ch.index(upper) < ch.index(lower)
+        for ch in schema.containment_chains()
+    )
+
+
+def _in_map(toks: list[Token], i: int) -> bool:
+    """Whether token ``i`` sits inside a ``{...}`` property map (not a subquery's braces)."""
+    depth = 0
+    for j in range(i - 1, -1, -1):
+        if toks[j].text == "}":
+            depth += 1
+        elif toks[j].text == "{":
+            if depth == 0:
+                return True
+            depth -= 1
+    return False
+
+
 def _key_before(toks: list[Token], i: int) -> Token | None:
     """The property key a string literal is compared with: ``key: 'v'`` or ``x.key = 'v'``."""
     if i >= 2 and toks[i - 1].kind == "op" and toks[i - 1].text in (":", "=") and toks[i - 2].kind == "ident":

@@ -156,15 +156,22 @@ class GraphSchema:
             schema.patterns[(p["source"], p["type"], p["target"])] = int(p["count"])
         return schema
 
-    def to_text(self) -> str:
-        """Prompt-ready description: node labels with properties, relationships, containment rules."""
+    def to_text(self, *, compact: bool = False) -> str:
+        """Prompt-ready description: node labels with properties, relationships, containment rules.
+
+        ``compact`` (the LLM prompt): leaves out raw lists and ids a question never filters by (RGB
+        triples, polygons, instance ids; ``bbox_dim`` stays), says "node symbols" for a property whose
+        values are symbols, and lists at most :data:`PROMPT_LISTED_VALUES` values per property.
+        """
         lines = ["Node labels (count) and properties:"]
         for label in self.labels:
             props = self.node_properties.get(label, {})
             shown = [
-                p for p in sorted(props.values(), key=lambda p: p.name) if p.name not in PROMPT_HIDDEN_KEYS
+                p
+                for p in sorted(props.values(), key=lambda p: p.name)
+                if p.name not in PROMPT_HIDDEN_KEYS and not (compact and _noise(p))
             ]
-            desc = ", ".join(_describe(p) for p in shown)
+            desc = ", ".join(_describe(p, compact=compact) for p in shown)
             lines.append(f"- {label} ({self.node_counts[label]}): {desc}")
         lines.append("Relationships (count):")
         for (src, rtype, dst), count in sorted(self.patterns.items()):
@@ -177,16 +184,28 @@ class GraphSchema:
             for chain in chains:
                 lines.append("- " + "-[:CONTAINS]->".join(f"(:{c})" for c in chain))
             direct = {(s, d) for (s, t, d) in self.patterns if t == ont.CONTAINS}
-            told: set[tuple[str, str]] = set()  # chains share prefixes: say each indirect pair once
+            indirect: dict[str, list[str]] = {}  # container -> what it holds only through other layers
             for chain in chains:
                 for i in range(len(chain)):
                     for j in range(i + 2, len(chain)):
-                        if (chain[i], chain[j]) not in direct and (chain[i], chain[j]) not in told:
-                            told.add((chain[i], chain[j]))
-                            lines.append(
-                                f"- {chain[j]} nodes are NOT directly contained in {chain[i]} nodes: "
-                                f"use (:{chain[i]})-[:CONTAINS*]->(:{chain[j]})."
-                            )
+                        held = indirect.setdefault(chain[i], [])
+                        if (chain[i], chain[j]) not in direct and chain[j] not in held:
+                            held.append(chain[j])
+            pairs = [(top, held) for top, held in indirect.items() for held in held]
+            if compact and len(pairs) > 2:
+                lines.append(
+                    "- No direct CONTAINS edge from "
+                    + " or from ".join(
+                        f"{top} to {', '.join(held)}" for top, held in indirect.items() if held
+                    )
+                    + ": use -[:CONTAINS*]->."
+                )
+            else:
+                lines += [
+                    f"- {held} nodes are NOT directly contained in {top} nodes: "
+                    f"use (:{top})-[:CONTAINS*]->(:{held})."
+                    for top, held in pairs
+                ]
         connected = sorted({t for (_, t, _) in self.patterns if t.endswith("_CONNECTED")})
         if connected:
             lines.append(
@@ -202,11 +221,26 @@ class GraphSchema:
         return "\n".join(lines)
 
 
-def _describe(p: PropertyInfo) -> str:
+def _describe(p: PropertyInfo, *, compact: bool = False) -> str:
     text = f"{p.name}: {p.type}"
-    if p.values:
+    if p.values and compact and all(ont.has_symbol_shape(v) for v in p.values):
+        text += " (node symbols)"
+    elif p.values and compact and len(p.values) > PROMPT_LISTED_VALUES:
+        text += " (values: " + ", ".join(p.values[:PROMPT_LISTED_VALUES]) + f", ... {len(p.values)} in all)"
+    elif p.values:
         text += " (values: " + ", ".join(p.values) + ")"
     return text
+
+
+def _noise(p: PropertyInfo) -> bool:
+    """A property the prompt leaves out: a raw list other than bbox_dim, or an integer id."""
+    if p.type.startswith("LIST") and p.name != ont.BBOX_DIM_KEY:
+        return True
+    return p.type == "INTEGER" and (p.name.endswith("_id") or p.name == "semantic_label")
+
+
+PROMPT_LISTED_VALUES = 12
+"""At most this many values of one property are listed in the compact (prompt) schema."""
 
 
 SCHEMA_VERSION = 2
