@@ -12,7 +12,13 @@ from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.cypher_agent import qa_rules
 from scenerag.agents.cypher_check import check_cypher
-from scenerag.agents.examples import ExampleLibrary, GraphRoles, generate_examples
+from scenerag.agents.examples import (
+    CypherExample,
+    ExampleLibrary,
+    GraphRoles,
+    adapt_example,
+    generate_examples,
+)
 from scenerag.agents.linking import EntityLinker
 from scenerag.agents.query_repair import fill_ignored_values, repair_mentions
 from scenerag.llm import ScriptedChatModel
@@ -194,3 +200,101 @@ def test_agent_answers_with_a_floor_word_the_model_copied(store: CypherStore, bu
     result = agent.run("How many chairs are upstairs?", answer_type="number")
     assert result.answer == str(chairs) and len(model.calls) == 1
     assert any("'upstairs' is Floor" in note for note in result.context["rewrites"])
+
+
+def test_an_edge_type_that_never_joins_two_labels_becomes_the_one_that_does(store: CypherStore) -> None:
+    checked = check_cypher(
+        "MATCH (r:Room)-[:HAS_ELEMENT]->(e:FunctionalElement {class: 'switch'}) RETURN count(e)",
+        store.schema(),
+    )
+    assert checked.ok and checked.query == (
+        "MATCH (r:Room)-[:CONTAINS]->(e:FunctionalElement {class: 'switch'}) RETURN count(e)"
+    )
+    assert store.query(checked.query).rows[0]["count(e)"] > 0
+    # no single type joins them: still rejected, with the patterns that exist
+    bad = check_cypher("MATCH (f:Floor)-[:HAS_ELEMENT]->(e:FunctionalElement) RETURN e", store.schema())
+    assert not bad.ok and "never occurs" in bad.problems[0]
+
+
+def test_an_ignored_floor_becomes_containment_of_the_top_node(
+    store: CypherStore, building: SceneGraph
+) -> None:
+    fixed, notes = fill_ignored_values(
+        "MATCH (r:Room {class: 'corridor'})-[:CONTAINS*]->(o:Object) RETURN DISTINCT o.nodeSymbol",
+        [("Floor", "nodeSymbol", "F0")],
+        store.schema(),
+    )
+    assert fixed.startswith("MATCH (ff0:Floor {nodeSymbol: 'F0'})-[:CONTAINS*]->(r) MATCH (r:Room") and notes
+    got = {row["o.nodeSymbol"] for row in store.query(fixed).rows}
+    corridor = next(
+        r.symbol
+        for r in building.nodes("Room")
+        if r.class_name == "corridor" and r.attributes["floor_level"] == 0
+    )
+    assert got == {o.symbol for o in building.children(corridor) if o.label == "Object"}
+
+
+def test_examples_through_a_property_that_names_another_node(
+    store: CypherStore, building: SceneGraph
+) -> None:
+    """Objects stand on others (``on: 'O183'``): found by sampling, and the examples answer from the graph."""
+    examples = {e.question: e for e in generate_examples(store.schema(), store)}
+    what_on = next(e for q, e in examples.items() if q.startswith("What is on the "))
+    target_class = what_on.question.removeprefix("What is on the ").rstrip("?").replace(" ", "_")
+    targets = {o.symbol for o in building.nodes("Object") if o.class_name == target_class}
+    expected = {o.symbol for o in building.nodes("Object") if o.attributes.get("on") in targets}
+    assert expected and {r["o.nodeSymbol"] for r in store.query(what_on.cypher).rows} == expected
+    route = next(e for q, e in examples.items() if "pass through on the shortest way" in q)
+    path = store.query(route.cypher).rows[0]
+    assert isinstance(next(iter(path.values())), list)
+
+
+def test_an_example_takes_the_questions_values(linker: EntityLinker) -> None:
+    vocab = linker.vocabulary()
+
+    def owner(literal: str) -> tuple[str, str] | None:
+        if literal[:1] in vocab.prefixes and literal[1:].isdigit():
+            return vocab.prefixes[literal[0]], "nodeSymbol"
+        kinds = vocab.values.get(literal, [])
+        return next(((lab, key) for lab, key in kinds if key == "class"), None)
+
+    example = CypherExample(
+        "Which objects are within 2 m of the painting in the laundry room?",
+        "MATCH (r:Room {class: 'laundry_room'})-[:CONTAINS*]->(ref:Object {class: 'painting'}), (x:Object) "
+        "WHERE x <> ref AND point.distance(x.center, ref.center) < 2 RETURN DISTINCT x.nodeSymbol",
+    )
+    question = "Which objects are within 1.5 metres of the kitchen sink?"
+    adapted = adapt_example(example, linker.link(question), question, owner)
+    assert adapted is not None
+    assert "{class: 'kitchen'}" in adapted and "{class: 'sink'}" in adapted and "< 1.5" in adapted
+    # floors keep the question's order: "more upstairs than downstairs" compares F1 with F0
+    floors = CypherExample(
+        "Are there more books on F0 than on F1?",
+        "MATCH (a:Floor {nodeSymbol: 'F0'}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:Object {class: 'book'}) "
+        "WITH count(DISTINCT x) AS na MATCH (b:Floor {nodeSymbol: 'F1'}) OPTIONAL MATCH "
+        "(b)-[:CONTAINS*]->(y:Object {class: 'book'}) WITH na, count(DISTINCT y) AS nb RETURN na > nb",
+    )
+    question = "Are there more lamps upstairs than downstairs?"
+    adapted = adapt_example(floors, linker.link(question), question, owner)
+    assert adapted is not None and adapted.index("'F1'") < adapted.index("'F0'") and "'lamp'" in adapted
+    # kinds or counts that differ: no fit
+    assert (
+        adapt_example(example, linker.link("Which objects are near the sink?"), "near the sink?", owner)
+        is None
+    )
+    assert (
+        adapt_example(example, linker.link("What is in the kitchen?"), "What is in the kitchen?", owner)
+        is None
+    )
+
+
+def test_when_no_query_of_the_model_runs_the_nearest_example_answers(
+    store: CypherStore, building: SceneGraph
+) -> None:
+    model = ScriptedChatModel(["MATCH (o:Object) WHERE count(o) > 2 RETURN o.nodeSymbol"] * 3)  # rejected
+    agent = CypherAgent(model, store, CypherAgentConfig(embedder="none"))
+    result = agent.run("Are there more lamps upstairs than downstairs?", answer_type="string")
+    levels = [o.attributes.get("floor_level") for o in building.nodes("Object") if o.class_name == "lamp"]
+    assert result.answer == ("yes" if levels.count(1) > levels.count(0) else "no")
+    assert result.context["from_example"].startswith("Are there more")
+    assert len(model.calls) == 3  # the model had its attempts first

@@ -33,7 +33,7 @@ from scenerag.agents.answer_format import NOT_FOUND, format_rows, is_yes_no_ques
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
-from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles
+from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
@@ -287,6 +287,12 @@ class CypherAgent:
                 self._ground(state, links)
             else:
                 self._answer(state, question, answer_type, links)
+                if (
+                    state.result.answer is None
+                    and self.config.auto_repair
+                    and self.config.mode != "feedforward"
+                ):
+                    self._answer_by_example(state, question, answer_type, links, examples)
         except LLMError as exc:
             state.result.error = str(exc)
         state.result.wall_s = time.perf_counter() - start
@@ -424,7 +430,7 @@ class CypherAgent:
             ):
                 # told it ignores a linked class, the model wrote the same query: add the class itself
                 ignored = [(link.label, link.key, link.value) for link in unused_links(draft.cypher, links)]
-                draft.cypher, notes = fill_ignored_values(draft.cypher, ignored)
+                draft.cypher, notes = fill_ignored_values(draft.cypher, ignored, self.store.schema())
                 state.result.context.setdefault("rewrites", []).extend(notes)
             unused = unused_links(draft.cypher, links) if attempt == 0 else []
             invented = self._invented(draft.cypher, links, question) if attempt == 0 else []
@@ -497,6 +503,42 @@ class CypherAgent:
             state.result.error = state.result.error or "no query ran: " + (
                 state.result.tools[-1].error if state.result.tools else "the model wrote no query"
             )
+
+    def _answer_by_example(
+        self,
+        state: RunState,
+        question: str,
+        answer_type: str | None,
+        links: Sequence[Link],
+        examples: Sequence[CypherExample],
+    ) -> None:
+        """Last resort when no query of the model's ran: the nearest example whose values can be swapped for
+        the question's (:func:`adapt_example`) runs instead; the first that returns rows of the asked shape
+        answers, and the answer says which example it came from."""
+        vocab = self.linker().vocabulary()
+
+        def owner(literal: str) -> tuple[str, str] | None:
+            if ont.has_symbol_shape(literal) and literal[0] in vocab.prefixes:
+                return vocab.prefixes[literal[0]], ont.SYMBOL_KEY
+            kinds = vocab.values.get(literal) or vocab.values.get(literal.lower()) or []
+            return next(
+                ((lab, key) for lab, key in kinds if key == ont.CLASS_KEY), kinds[0] if kinds else None
+            )
+
+        for example in reversed(examples):  # most similar first
+            query = adapt_example(example, links, question, owner)
+            if query is None:
+                continue
+            result, _ = self._execute(state, query)
+            if result is None or not result.rows or shape_mismatch(result, answer_type, question):
+                continue
+            answer = format_rows(
+                result.columns, result.rows, query=query, question=question, answer_type=answer_type
+            )
+            if answer is not None:
+                state.result.context["from_example"] = example.question
+                self._accept(state, answer)
+                return
 
     def _answer_from_rows(
         self, state: RunState, question: str, cypher: str, result: QueryResult, answer_type: str | None

@@ -15,6 +15,8 @@ mistakes that run without error but mean nothing, and says why:
 * a variable-length path whose type never leads between its labels (``(:MeshPlace)-[:CONTAINS*]->
   (:MeshPlace)``) or a class value of another label (``(:Object {class: 'lounge'})``): rejected with the
   patterns or labels that do exist;
+* a one-hop edge type that never joins its two labels where exactly one other type does
+  (``(:Room)-[:HAS_ELEMENT]->(:FunctionalElement)`` with only ``CONTAINS`` between them): that type;
 * a ``*_CONNECTED`` edge written with an arrow: matched without one (the links are undirected);
 * two patterns matching the same nodes (``(a:Object {class: 'light'}), (b:Object {class: 'light'})``)
   without ``a <> b``: added, so a node is not its own nearest neighbour at distance 0.
@@ -138,6 +140,15 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
         if (src, rtype, dst) in schema.patterns:
             continue
         if rtype != ont.CONTAINS:
+            joining = {t for (s, t, d) in schema.patterns if (s, d) == (src, dst)}
+            if len(joining) == 1 and not m.group("rv"):
+                # (:Room)-[:HAS_ELEMENT]->(:FunctionalElement) where only CONTAINS joins the two: use it
+                (only,) = joining
+                edits.append((m.start("type"), m.end("type"), only))
+                result.rewrites.append(
+                    f"({src})-[:{rtype}]->({dst}) never occurs; {src} and {dst} are joined by {only}: used it"
+                )
+                continue
             existing = sorted({f"(:{s})-[:{t}]->(:{d})" for (s, t, d) in schema.patterns if src in (s, d)})
             result.problems.append(
                 f"({src})-[:{rtype}]->({dst}) never occurs in this graph; patterns with {src}: "

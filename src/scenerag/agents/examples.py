@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scenerag.agents.query_repair import apply_edits
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.store.base import GraphStore
@@ -387,6 +388,7 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
         )
     if roles.has_bbox:
         ex.append((f"How big is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.bbox_dim"))
+        ex.append((f"How tall is the {cs}?", f"MATCH (o:{OB} {{class: '{cs}'}}) RETURN o.bbox_dim[2]"))
         ex.append(
             (
                 f"Which is the tallest {c1}?",
@@ -471,6 +473,18 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 f"(b)-[:CONTAINS*]->(y:{OB} {{class: '{c2}'}}) WITH na, count(DISTINCT y) AS nb RETURN na - nb",
             ),
             (
+                f"Are there more {_plural(c1)} in {r1} than in {r2}?",
+                f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{OB} {{class: '{c1}'}}) "
+                f"WITH count(DISTINCT x) AS na MATCH (b:{R} {{nodeSymbol: '{r2}'}}) OPTIONAL MATCH "
+                f"(b)-[:CONTAINS*]->(y:{OB} {{class: '{c1}'}}) WITH na, count(DISTINCT y) AS nb RETURN na > nb",
+            ),
+            (
+                f"How far apart are the two {_plural(c1)} in {r2}?",
+                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(a:{OB} {{class: '{c1}'}}), "
+                f"(r)-[:CONTAINS*]->(b:{OB} {{class: '{c1}'}}) WHERE a.nodeSymbol < b.nodeSymbol "
+                "RETURN point.distance(a.center, b.center)",
+            ),
+            (
                 f"How many {_plural(c3)} does each {rl} have, 0 if none?",
                 f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
                 "RETURN r.nodeSymbol, count(DISTINCT o)",
@@ -491,6 +505,18 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     f"How many {_plural(c1)} are in the {_plural(rc2 or rc1)}?",
                     f"MATCH (r:{R} {{class: '{rc2 or rc1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) "
                     "RETURN count(DISTINCT o)",
+                ),
+                (
+                    f"Which has more {_plural(c2)}, the {rc1} or the {rc2 or rc1}?",
+                    f"MATCH (r:{R}) WHERE r.class IN ['{rc1}', '{rc2 or rc1}'] OPTIONAL MATCH (r)-[:CONTAINS*]->"
+                    f"(o:{OB} {{class: '{c2}'}}) WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
+                    "RETURN r.nodeSymbol",
+                ),
+                (
+                    f"Which {OB.lower()}s are within 2 m of the {c1} in the {rc1}?",
+                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->({_var_name(c1)}:{OB} {{class: '{c1}'}}), "
+                    f"(x:{OB}) WHERE x <> {_var_name(c1)} AND point.distance(x.center, {_var_name(c1)}.center) < 2 "
+                    "RETURN DISTINCT x.nodeSymbol",
                 ),
                 (
                     f"Is there a {c3} in the {rc1}?",
@@ -547,6 +573,11 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     f"Which {rl}s can I get to from {r2} in at most two moves?",
                     f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}*1..2]-(b:{R}) WHERE b <> a "
                     "RETURN DISTINCT b.nodeSymbol",
+                ),
+                (
+                    f"Which {rl}s do I pass through on the shortest way from {r1} to {r2}, in order?",
+                    f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
+                    f"MATCH p = shortestPath((a)-[:{link}*..10]-(b)) RETURN [n IN nodes(p) | n.nodeSymbol]",
                 ),
                 (
                     f"Is {r1} connected to {r2}?",
@@ -656,6 +687,9 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             )
     if R and roles.upper:
         ex += _upper_layer_examples(store, roles, v, c1=c1, c2=c2, c3=c3, o2=o2)
+    ref = _reference_property(store, schema, OB)
+    if ref:
+        ex += _reference_examples(store, OB, ref)
     if roles.part and roles.part_link:
         ex += _part_examples(store, roles, v)
     if roles.leaf_attribute:
@@ -716,6 +750,23 @@ def _upper_layer_examples(
             "RETURN f.nodeSymbol",
         ),
     ]
+    ex.append(
+        (
+            f"Are there more {_plural(c2)} on {f0} than on {f1}?",
+            f"MATCH (a:{U} {{nodeSymbol: '{f0}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{OB} {{class: '{c2}'}}) "
+            f"WITH count(DISTINCT x) AS na MATCH (b:{U} {{nodeSymbol: '{f1}'}}) OPTIONAL MATCH "
+            f"(b)-[:CONTAINS*]->(y:{OB} {{class: '{c2}'}}) WITH na, count(DISTINCT y) AS nb RETURN na > nb",
+        )
+    )
+    if rc and roles.region_size:
+        ex.append(
+            (
+                f"Is the {rc.replace('_', ' ')} on {f0} bigger than the one on {f1}?",
+                f"MATCH (:{U} {{nodeSymbol: '{f0}'}})-[:CONTAINS*]->(a:{R} {{class: '{rc}'}}), "
+                f"(:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(b:{R} {{class: '{rc}'}}) "
+                f"RETURN a.{roles.region_size} > b.{roles.region_size}",
+            )
+        )
     if rc:
         ex += [
             (
@@ -804,6 +855,50 @@ def _attribute_examples(
         (
             f"What {word}s do the {_plural(c1)} have?",
             f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN DISTINCT o.{key}",
+        ),
+    ]
+
+
+def _reference_property(store: GraphStore, schema: GraphSchema, label: str | None) -> str | None:
+    """A string property of ``label`` whose values are symbols of other nodes (``on: 'O183'``: what an
+    object stands on), found by sampling; None when there is none."""
+    skip = {ont.SYMBOL_KEY, ont.CLASS_KEY, ont.DESCRIPTION_KEY, "name", "room"}
+    for key, info in sorted(schema.node_properties.get(label or "", {}).items()):
+        if info.type != "STRING" or info.values is not None or key in skip or not re.fullmatch(r"\w+", key):
+            continue
+        rows = store.query(
+            f"MATCH (n:`{label}`) WHERE n.`{key}` IS NOT NULL RETURN n.`{key}` AS v LIMIT 20"
+        ).rows
+        if rows and all(ont.has_symbol_shape(r.get("v")) for r in rows):
+            return key
+    return None
+
+
+def _reference_examples(store: GraphStore, OB: str, ref: str) -> list[tuple[str, str]]:
+    """Questions through a property that names another node (what stands on what), filled with the pair
+    of classes it joins most often in this graph."""
+    rows = store.query(
+        f"MATCH (o:`{OB}`), (t:`{OB}`) WHERE o.`{ref}` = t.nodeSymbol RETURN o.class AS oc, t.class AS tc, "
+        "count(*) AS n, min(t.nodeSymbol) AS t ORDER BY n DESC, oc, tc LIMIT 1"
+    ).rows
+    if not rows or not rows[0].get("tc"):
+        return []
+    oc, tc, tsym = str(rows[0]["oc"]), str(rows[0]["tc"]), str(rows[0]["t"])
+    word, tv = ref.replace("_", " "), _var_name(tc)
+    return [
+        (f"What is {word} {tsym}?", f"MATCH (o:{OB}) WHERE o.{ref} = '{tsym}' RETURN o.nodeSymbol"),
+        (
+            f"What is {word} the {tc.replace('_', ' ')}?",
+            f"MATCH ({tv}:{OB} {{class: '{tc}'}}), (o:{OB}) WHERE o.{ref} = {tv}.nodeSymbol RETURN o.nodeSymbol",
+        ),
+        (
+            f"How many {_plural(oc)} are {word} {_plural(tc)}?",
+            f"MATCH (x:{OB} {{class: '{oc}'}}), ({tv}:{OB} {{class: '{tc}'}}) WHERE x.{ref} = {tv}.nodeSymbol "
+            "RETURN count(DISTINCT x)",
+        ),
+        (
+            f"What is the {oc.replace('_', ' ')} {word}?",
+            f"MATCH (o:{OB} {{class: '{oc}'}}), (t:{OB}) WHERE o.{ref} = t.nodeSymbol RETURN DISTINCT t.nodeSymbol",
         ),
     ]
 
@@ -1080,3 +1175,51 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 def linked_values(links: Sequence[Link]) -> list[str]:
     """Distinct values of ``links`` (for logging)."""
     return list(dict.fromkeys(link.value for link in links))
+
+
+_THRESHOLD = re.compile(r"(?:[<>]=?|=)\s*(\d+(?:\.\d+)?)\b")
+_QUESTION_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
+
+
+def adapt_example(
+    example: CypherExample,
+    links: Sequence[Link],
+    question: str,
+    owner: Callable[[str], tuple[str, str] | None],
+) -> str | None:
+    """``example``'s query with its values swapped for the question's: each string literal's kind
+    (``owner``: literal -> (label, key), e.g. ``'sink'`` -> ``('Object', 'class')``) takes the question's
+    linked values of that kind in question order, and threshold numbers (``< 2``) the question's numbers.
+    None unless the two use exactly the same kinds and counts of values (a question about a room and a
+    class does not fit an example about two classes)."""
+    lowered = question.lower()
+    ordered = sorted(links, key=lambda link: (lowered.find(link.mention.lower()), link.mention))
+    given: dict[tuple[str, str], list[str]] = {}
+    for link in ordered:
+        values = given.setdefault((link.label, link.key), [])
+        if link.value not in values:
+            values.append(link.value)
+    slots: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+    for m in re.finditer(r"'([^']*)'", example.cypher):
+        kind = owner(m.group(1))
+        if kind is None:
+            return None
+        slots.setdefault(kind, []).append((m.start(), m.end(), m.group(1)))
+    if set(slots) != set(given):
+        return None
+    edits: list[tuple[int, int, str]] = []
+    for kind, spans in slots.items():
+        distinct = list(dict.fromkeys(value for _, _, value in spans))
+        if len(distinct) != len(given[kind]):
+            return None
+        swap = dict(zip(distinct, given[kind], strict=True))
+        edits += [(start, end, "'" + swap[value].replace("'", "\\'") + "'") for start, end, value in spans]
+    unlinked = lowered
+    for link in links:  # "bathroom 2", "R5": numbers inside names and symbols are no thresholds
+        unlinked = unlinked.replace(link.mention.lower(), " ")
+    numbers = _QUESTION_NUMBER.findall(re.sub(r"\b[a-z]\d+\b", " ", unlinked))
+    thresholds = list(_THRESHOLD.finditer(example.cypher))
+    if len(numbers) != len(thresholds):
+        return None
+    edits += [(m.start(1), m.end(1), n) for m, n in zip(thresholds, numbers, strict=True)]
+    return apply_edits(example.cypher, edits)

@@ -141,32 +141,54 @@ def repair_mentions(
     return "".join(prefix) + fixed, notes
 
 
-def fill_ignored_values(query: str, ignored: list[tuple[str, str, str]]) -> tuple[str, list[str]]:
-    """A linked value the query leaves out ("Is there a TV in any of the bedrooms?" matched on every
-    ``(r:Room)``; ``ignored``: (label, key, value)) is added to the one unfiltered node of its label; where
-    the label has no such node, or several, the query is left alone. ``(query, notes)``."""
+def fill_ignored_values(
+    query: str, ignored: list[tuple[str, str, str]], schema: GraphSchema | None = None
+) -> tuple[str, list[str]]:
+    """A linked value the query leaves out (``ignored``: (label, key, value)) is put back where it can only
+    mean one thing: a class on the one unfiltered node of its label ("Is there a TV in any of the bedrooms?"
+    matched on every ``(r:Room)``); a named container (floor ``F0`` for "downstairs") as containment of the
+    query's top node it holds (``MATCH (ff0:Floor {nodeSymbol: 'F0'})-[:CONTAINS*]->(r)``). Where the
+    choice is not clear the query is left alone. ``(query, notes)``."""
     edits: list[tuple[int, int, str]] = []
     notes: list[str] = []
+    prefix: list[str] = []
     nodes = list(_NODE_PATTERN.finditer(query))
     for label, key, value in ignored:
-        if key == ont.SYMBOL_KEY:
-            continue
         same = [m for m in nodes if m.group("l") == label]
         free = [
             m
             for m in same
             if not re.search(rf"\b({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\s*:", m.group("props") or "")
+            and not re.search(rf"\b{m.group('v')}\.({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\b", query)
         ]
-        if len(same) != 1 or len(free) != 1 or re.search(rf"\b{free[0].group('v')}\.{key}\b", query):
+        if len(same) == 1 and len(free) == 1:
+            m = free[0]
+            props = (m.group("props") or "").strip()
+            inner = f"{key}: {_quote(value)}" + (f", {props}" if props else "")
+            edits.append((m.start(), m.end(), f"({m.group('v')}:{label} {{{inner}}})"))
+            notes.append(f"the question names {label} {key} '{value}': added it to ({m.group('v')}:{label})")
             continue
-        m = free[0]
-        props = (m.group("props") or "").strip()
-        inner = f"{key}: {_quote(value)}" + (f", {props}" if props else "")
-        edits.append((m.start(), m.end(), f"({m.group('v')}:{label} {{{inner}}})"))
-        notes.append(f"the question names {label} {key} '{value}': added it to ({m.group('v')}:{label})")
-    if not edits:
+        if same or key != ont.SYMBOL_KEY or schema is None:
+            continue
+        held = [m for m in nodes if _holds(schema, label, m.group("l"))]
+        if not held:
+            continue
+        depth = {
+            lab: min(ch.index(lab) for ch in schema.containment_chains() if lab in ch)
+            for lab in {m.group("l") for m in held}
+        }
+        top = min(depth.values())
+        tops = [m for m in held if depth[m.group("l")] == top]
+        named = [m for m in tops if _CLASS_PROP.search(m.group("props") or "")]
+        target = (named or tops)[0]
+        var = f"{label[0].lower()}{value.lower()}"
+        prefix.append(
+            f"MATCH ({var}:{label} {{{ont.SYMBOL_KEY}: {_quote(value)}}})-[:CONTAINS*]->({target.group('v')}) "
+        )
+        notes.append(f"the question names {label} {value}: matched {target.group('v')} inside it")
+    if not edits and not prefix:
         return query, []
-    return apply_edits(query, edits), notes
+    return "".join(prefix) + apply_edits(query, edits), notes
 
 
 def _holds(schema: GraphSchema | None, upper: str, lower: str | None) -> bool:
