@@ -20,7 +20,12 @@ from scenerag.agents.examples import (
     generate_examples,
 )
 from scenerag.agents.linking import EntityLinker
-from scenerag.agents.query_repair import fill_ignored_values, repair_mentions
+from scenerag.agents.query_repair import (
+    carry_dropped_variables,
+    fill_ignored_values,
+    repair_mentions,
+    split_subquery_arithmetic,
+)
 from scenerag.llm import ScriptedChatModel
 from scenerag.sim.building import generate_building
 from scenerag.store import CypherStore, open_store
@@ -298,3 +303,40 @@ def test_when_no_query_of_the_model_runs_the_nearest_example_answers(
     assert result.answer == ("yes" if levels.count(1) > levels.count(0) else "no")
     assert result.context["from_example"].startswith("Are there more")
     assert len(model.calls) == 3  # the model had its attempts first
+
+
+def test_subquery_arithmetic_and_dropped_values_are_rewritten_to_run(
+    store: CypherStore, building: SceneGraph
+) -> None:
+    paintings = [o.attributes["floor_level"] for o in building.nodes("Object") if o.class_name == "painting"]
+    written = (
+        "MATCH (f:Floor {nodeSymbol: 'F0'})-[:CONTAINS*]->(o:Object {class: 'painting'}) RETURN count(DISTINCT o) - "
+        "(MATCH (f:Floor {nodeSymbol: 'F1'})-[:CONTAINS*]->(o:Object {class: 'painting'}) RETURN count(DISTINCT o))"
+    )
+    fixed, notes = split_subquery_arithmetic(written)
+    assert notes and "WITH first, count(DISTINCT o) AS second RETURN first - second" in fixed
+    assert list(store.query(fixed).rows[0].values()) == [paintings.count(0) - paintings.count(1)]
+    dropped = (
+        "MATCH (o:Object {class: 'painting'}) WITH count(o) AS na MATCH (p:Object {class: 'plant'}) "
+        "WITH count(p) AS nb RETURN na > nb"
+    )
+    fixed, notes = carry_dropped_variables(dropped)
+    assert "WITH na, count(p) AS nb" in fixed and notes
+    plants = sum(o.class_name == "plant" for o in building.nodes("Object"))
+    assert list(store.query(fixed).rows[0].values()) == [len(paintings) > plants]
+    # a value used only inside the projection that drops it is not carried
+    kept = "MATCH (r:Room) WITH r, count(r) AS n WITH collect({s: r.nodeSymbol, n: n}) AS rows UNWIND rows AS row RETURN row.s"
+    assert carry_dropped_variables(kept) == (kept, [])
+
+
+def test_true_or_false_where_a_number_is_asked_for_goes_back(store: CypherStore) -> None:
+    model = ScriptedChatModel(
+        [
+            "MATCH (r:Room {class: 'kitchen'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN count(o) > 0",
+            "MATCH (r:Room {class: 'kitchen'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN count(o)",
+        ]
+    )
+    agent = CypherAgent(model, store, CypherAgentConfig(embedder="none"))
+    result = agent.run("How many chairs are in the kitchen?", answer_type="number")
+    assert result.answer not in ("true", "false", "yes", "no") and result.answer.isdigit()
+    assert len(model.calls) == 2 and "true/false" in model.calls[1].messages[-1].content

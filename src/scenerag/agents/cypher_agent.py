@@ -38,10 +38,12 @@ from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.query_repair import (
+    carry_dropped_variables,
     fill_ignored_values,
     repair_mentions,
     repair_query,
     repair_singleton_pairs,
+    split_subquery_arithmetic,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.errors import SceneRagError
@@ -353,10 +355,13 @@ class CypherAgent:
     def _execute(self, state: RunState, cypher: str) -> tuple[QueryResult | None, str | None]:
         """Check, repair and run ``cypher``; ``(result, None)`` or ``(None, problem for the model)``."""
         schema = self.store.schema()
-        checked = check_cypher(cypher, schema)
-        ran, notes = checked.query, list(checked.rewrites)
+        split, notes = split_subquery_arithmetic(cypher) if self.config.auto_repair else (cypher, [])
+        checked = check_cypher(split, schema)
+        ran, notes = checked.query, notes + list(checked.rewrites)
         if self.config.auto_repair:
             ran, more = repair_query(ran, schema)
+            notes += more
+            ran, more = carry_dropped_variables(ran)
             notes += more
             if self.config.link_entities:
                 ran, more = repair_singleton_pairs(ran, self.linker().singletons())
@@ -806,10 +811,14 @@ def sketch_problems(
 
 def shape_mismatch(result: QueryResult, answer_type: str | None, question: str = "") -> str | None:
     """Why rows cannot hold an answer of ``answer_type`` (None when they can): only numbers where nodes or
-    names are asked for, or only names where a number is."""
+    names are asked for, only names where a number is, or true/false where a number is."""
     cells = [v for row in result.rows for v in row.values() if v is not None]
     if not cells or answer_type is None:
         return None
+    if all(isinstance(v, bool) for v in cells) and (
+        answer_type == "number" or re.search(r"\bhow (many|much|far)\b", question, re.I)
+    ):
+        return "It returned true/false, but the question asks how many or how much: return that number."
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells)
     asks_which = re.search(r"\bwhich\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
     points = all(isinstance(v, dict) and {"x", "y"} <= set(v) for v in cells)

@@ -513,6 +513,12 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     "RETURN r.nodeSymbol",
                 ),
                 (
+                    f"Which has more {_plural(c3)}, the {rc1} or {rl} {r2}?",
+                    f"MATCH (r:{R}) WHERE r.class = '{rc1}' OR r.nodeSymbol = '{r2}' OPTIONAL MATCH (r)-[:CONTAINS*]->"
+                    f"(o:{OB} {{class: '{c3}'}}) WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
+                    "RETURN r.nodeSymbol",
+                ),
+                (
                     f"Which {OB.lower()}s are within 2 m of the {c1} in the {rc1}?",
                     f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->({_var_name(c1)}:{OB} {{class: '{c1}'}}), "
                     f"(x:{OB}) WHERE x <> {_var_name(c1)} AND point.distance(x.center, {_var_name(c1)}.center) < 2 "

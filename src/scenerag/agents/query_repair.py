@@ -191,6 +191,76 @@ def fill_ignored_values(
     return "".join(prefix) + apply_edits(query, edits), notes
 
 
+_CLAUSE_START = re.compile(
+    r"\b(MATCH|OPTIONAL\s+MATCH|WHERE|RETURN|WITH|UNWIND|ORDER\s+BY|LIMIT|SKIP|CALL)\b", re.I
+)
+
+
+def carry_dropped_variables(query: str) -> tuple[str, list[str]]:
+    """A value computed by one ``WITH`` and used after a later ``WITH`` that does not pass it on:
+    ``WITH count(a) AS na MATCH ... WITH count(b) AS nb RETURN na > nb`` fails with "Variable 'na' not
+    defined"; ``na`` is added to the later projection (``WITH na, count(b) AS nb``). Only ``AS`` names of
+    earlier ``WITH`` clauses are carried, never node variables (a later MATCH may bind those anew).
+    ``(query, notes)``; unchanged when nothing is dropped or the query has subqueries."""
+    if re.search(r"\b(EXISTS|CALL)\s*\{", query, re.I):
+        return query, []
+    clauses = list(_CLAUSE_START.finditer(query))
+    withs = [m for m in clauses if m.group(1).upper() == "WITH"]
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    defined: list[str] = []
+    for i, m in enumerate(withs):
+        nxt = next((c.start() for c in clauses if c.start() > m.end()), len(query))
+        projection = query[m.end() : nxt]
+        names = set(re.findall(r"\bAS\s+([A-Za-z_]\w*)", projection, re.I))
+        bare = {
+            t.strip()
+            for t in projection.split(",")
+            if re.fullmatch(r"\s*(DISTINCT\s+)?[A-Za-z_]\w*\s*", t, re.I)
+        }
+        projected = names | {re.sub(r"(?i)^DISTINCT\s+", "", b) for b in bare}
+        if i > 0:
+            rest = query[nxt:]
+            dropped = [
+                v
+                for v in defined
+                if v not in projected
+                and re.search(rf"(?<![.\w]){v}\b(?!\s*:)", rest)
+                and not re.search(rf"\bAS\s+{v}\b|\(\s*{v}\b", rest, re.I)
+            ]
+            if dropped:
+                at = m.end() + (len(re.match(r"\s*(DISTINCT\s+)?", projection, re.I).group(0)))
+                edits.append((at, at, ", ".join(dropped) + ", "))
+                notes.append(f"{', '.join(dropped)} was dropped by a later WITH: passed it on")
+                projected |= set(dropped)
+        defined = sorted(set(defined) & projected | names)
+    if not edits:
+        return query, []
+    return apply_edits(query, edits), notes
+
+
+_SUBQUERY_ARITHMETIC = re.compile(
+    r"^(?P<head>(?:OPTIONAL\s+)?MATCH\b.+?)\s+RETURN\s+(?P<a>[^()]*\([^()]*\))\s*(?P<op>[-+*/]|[<>]=?|=)\s*"
+    r"\(\s*(?:OPTIONAL\s+)?MATCH\b(?P<sub>.+?)\s+RETURN\s+(?P<b>[^()]*\([^()]*\))\s*\)\s*(?:AS\s+(?P<alias>\w+))?\s*;?$",
+    re.I | re.S,
+)
+
+
+def split_subquery_arithmetic(query: str) -> tuple[str, list[str]]:
+    """``MATCH ... RETURN count(a) - (MATCH ... RETURN count(b))``, the form small models write for "how
+    many more A than B" (not Cypher): rewritten as ``MATCH ... WITH count(a) AS first OPTIONAL MATCH ...
+    WITH first, count(b) AS second RETURN first - second``. ``(query, notes)``."""
+    m = _SUBQUERY_ARITHMETIC.match(query.strip())
+    if m is None:
+        return query, []
+    alias = f" AS {m.group('alias')}" if m.group("alias") else ""
+    fixed = (
+        f"{m.group('head')} WITH {m.group('a')} AS first OPTIONAL MATCH {m.group('sub').strip()} "
+        f"WITH first, {m.group('b')} AS second RETURN first {m.group('op')} second{alias}"
+    )
+    return fixed, ["a subquery cannot be used as a value: computed both parts with WITH and combined them"]
+
+
 def _holds(schema: GraphSchema | None, upper: str, lower: str | None) -> bool:
     """Whether ``upper`` nodes contain ``lower`` nodes (directly or through other layers)."""
     return schema is not None and any(
