@@ -187,6 +187,10 @@ def test_directed_layer_links_are_matched_both_ways(store: CypherStore) -> None:
     assert checked.query == "MATCH (c:Room {class: 'kitchen'})-[:ROOM_CONNECTED]-(r:Room) RETURN r.nodeSymbol"
     assert checked.rewrites and checked.ok
     assert store.query(checked.query).rows  # the kitchen's one door is stored from the corridor's side
+    # between two unnamed ends the arrow stays: counting links (or summing a trajectory) counts each once
+    both = "MATCH (a:Room)-[:ROOM_CONNECTED]->(b:Room) RETURN count(*) AS n"
+    assert check_cypher(both, store.schema()).query == both
+    assert store.query(both).rows == [{"n": store.schema().rel_counts["ROOM_CONNECTED"]}]
 
 
 def test_agent_answers_with_a_floor_word_the_model_copied(store: CypherStore, building: SceneGraph) -> None:

@@ -17,7 +17,8 @@ mistakes that run without error but mean nothing, and says why:
   patterns or labels that do exist;
 * a one-hop edge type that never joins its two labels where exactly one other type does
   (``(:Room)-[:HAS_ELEMENT]->(:FunctionalElement)`` with only ``CONTAINS`` between them): that type;
-* a ``*_CONNECTED`` edge written with an arrow: matched without one (the links are undirected);
+* a ``*_CONNECTED`` edge written with an arrow from or to a named node: matched without one (the links
+  are undirected);
 * two patterns matching the same nodes (``(a:Object {class: 'light'}), (b:Object {class: 'light'})``)
   without ``a <> b``: added, so a node is not its own nearest neighbour at distance 0.
 """
@@ -81,9 +82,22 @@ _DIRECTED_LINK = re.compile(
 
 
 def _undirected_links(result: CheckResult) -> None:
-    """``-[:ROOM_CONNECTED]->``: a layer's links are stored one way round but mean both; the arrow is
-    dropped so neither half of the neighbours is lost."""
-    fixed = _DIRECTED_LINK.sub(lambda m: "-" + (m.group(1) or m.group(2)) + "-", result.query)
+    """``(:Room {class: 'kitchen'})-[:ROOM_CONNECTED]->(r)``: a layer's links are stored one way round but
+    mean both; where one end is a named node (a property map) the arrow is dropped so neither half of its
+    neighbours is lost. Between two unnamed ends the arrow stays: there it counts each link once (the
+    length of a trajectory sums its pose-to-pose links)."""
+    query = result.query
+
+    def fix(m: re.Match[str]) -> str:
+        before = query[: m.start()].rstrip()
+        after = query[m.end() :].lstrip()
+        left = before[before.rfind("(") :] if before.endswith(")") else ""
+        right = after[: after.find(")") + 1] if after.startswith("(") else ""
+        if "{" not in left and "{" not in right:
+            return m.group(0)
+        return "-" + (m.group(1) or m.group(2)) + "-"
+
+    fixed = _DIRECTED_LINK.sub(fix, query)
     if fixed != result.query:
         result.query = fixed
         result.rewrites.append("*_CONNECTED edges are undirected: matched them without an arrow")
