@@ -184,6 +184,9 @@ def test_schema_introspection(loaded_store: CypherStore) -> None:
     text = loaded_store.schema_text()
     assert "Object nodes are NOT directly contained in Room nodes" in text
     assert "(:Room)-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(:Object)" in text
+    # the prompt's compact schema keeps the semantic label (the only kind where objects share one class)
+    compact = schema.to_text(compact=True)
+    assert "semantic_label: INTEGER" in compact and "color: LIST<INTEGER>" not in compact
 
 
 def test_schema_from_database_matches_schema_from_graph(loaded_store: CypherStore) -> None:

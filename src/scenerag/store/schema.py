@@ -233,10 +233,11 @@ def _describe(p: PropertyInfo, *, compact: bool = False) -> str:
 
 
 def _noise(p: PropertyInfo) -> bool:
-    """A property the prompt leaves out: a raw list other than bbox_dim, or an integer id."""
+    """A property the prompt leaves out: a raw list other than bbox_dim, or an integer id (not
+    ``semantic_label``: where every object has one class, as in the apartment, it is the only kind)."""
     if p.type.startswith("LIST") and p.name != ont.BBOX_DIM_KEY:
         return True
-    return p.type == "INTEGER" and (p.name.endswith("_id") or p.name == "semantic_label")
+    return p.type == "INTEGER" and p.name.endswith("_id")
 
 
 PROMPT_LISTED_VALUES = 12
