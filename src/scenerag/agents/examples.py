@@ -468,15 +468,11 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             ),
             (
                 f"How many more {_plural(c2)} does {r1} have than {r2}?",
-                f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{OB} {{class: '{c2}'}}) "
-                f"WITH count(DISTINCT x) AS na MATCH (b:{R} {{nodeSymbol: '{r2}'}}) OPTIONAL MATCH "
-                f"(b)-[:CONTAINS*]->(y:{OB} {{class: '{c2}'}}) WITH na, count(DISTINCT y) AS nb RETURN na - nb",
+                _two_counts(R, r1, r2, OB, c2, "-"),
             ),
             (
                 f"Are there more {_plural(c1)} in {r1} than in {r2}?",
-                f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{OB} {{class: '{c1}'}}) "
-                f"WITH count(DISTINCT x) AS na MATCH (b:{R} {{nodeSymbol: '{r2}'}}) OPTIONAL MATCH "
-                f"(b)-[:CONTAINS*]->(y:{OB} {{class: '{c1}'}}) WITH na, count(DISTINCT y) AS nb RETURN na > nb",
+                _two_counts(R, r1, r2, OB, c1, ">"),
             ),
             (
                 f"How far apart are the two {_plural(c1)} in {r2}?",
@@ -759,9 +755,7 @@ def _upper_layer_examples(
     ex.append(
         (
             f"Are there more {_plural(c2)} on {f0} than on {f1}?",
-            f"MATCH (a:{U} {{nodeSymbol: '{f0}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{OB} {{class: '{c2}'}}) "
-            f"WITH count(DISTINCT x) AS na MATCH (b:{U} {{nodeSymbol: '{f1}'}}) OPTIONAL MATCH "
-            f"(b)-[:CONTAINS*]->(y:{OB} {{class: '{c2}'}}) WITH na, count(DISTINCT y) AS nb RETURN na > nb",
+            _two_counts(U, f0, f1, OB, c2, ">"),
         )
     )
     if rc and roles.region_size:
@@ -907,6 +901,16 @@ def _reference_examples(store: GraphStore, OB: str, ref: str) -> list[tuple[str,
             f"MATCH (o:{OB} {{class: '{oc}'}}), (t:{OB}) WHERE o.{ref} = t.nodeSymbol RETURN DISTINCT t.nodeSymbol",
         ),
     ]
+
+
+def _two_counts(container: str | None, a: str, b: str, leaf: str | None, cls: str, op: str) -> str:
+    """Cypher comparing how many ``cls`` leaves two named containers hold (``op``: ``-`` for how many more,
+    ``>`` for whether more), each count 0 where there are none."""
+    return (
+        f"MATCH (a:{container} {{nodeSymbol: '{a}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{leaf} {{class: '{cls}'}}) "
+        f"WITH count(DISTINCT x) AS na MATCH (b:{container} {{nodeSymbol: '{b}'}}) OPTIONAL MATCH "
+        f"(b)-[:CONTAINS*]->(y:{leaf} {{class: '{cls}'}}) WITH na, count(DISTINCT y) AS nb RETURN na {op} nb"
+    )
 
 
 def _has_key(store: GraphStore, label: str | None, key: str) -> bool:
