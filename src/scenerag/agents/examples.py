@@ -697,7 +697,7 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     if roles.leaf_attribute:
         ex += _attribute_examples(store, roles, cs=cs, o1=o1, c1=c1)
     # a class that only repeats its label (every Object is class 'object') names nothing a user would say
-    plain = {re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower() for label in schema.node_counts}
+    plain = {ont.layer_name(label) for label in schema.node_counts}
     hollow = [f"'{c}'" for c in [*v.classes, *v.region_classes] if c.lower() in plain]
     ex = [(q, c) for q, c in ex if not any(h in c for h in hollow)]
     out = [CypherExample(q, c) for q, c in ex]

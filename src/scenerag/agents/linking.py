@@ -181,9 +181,10 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "office": ("office",),
 }
 
-#: two-word phrases whose words name no node ("bounding box" is a measure, not a box)
 _MAX_CLASSES = 2000  # distinct classes read per label for linking
+_SMALL_LABEL = 200  # labels with at most this many nodes: class members and node names are read
 
+#: two-word phrases whose words name no node ("bounding box" is a measure, not a box)
 _NOT_ENTITIES = frozenset({"bounding box", "bounding boxes", "floor plan", "point cloud"})
 
 _STOP = frozenset(
@@ -547,55 +548,61 @@ def mask_question(question: str, links: Iterable[Link]) -> str:
 
 
 def build_vocabulary(store: GraphStore) -> _Vocabulary:
-    """Listed values of every label (from the schema) and the symbol letter of every label. A class that
-    only repeats its label (``MeshPlace.class = 'mesh_place'``, ``Object.class = 'object'``) says nothing
-    and is left out: linking it would demand a pointless filter."""
+    """Listed values of every label (from the schema; classes from the store where the schema has too many
+    to list), class members and numbered names of small labels, the symbol letter of every label, floors
+    by level. A class that only repeats its label (``MeshPlace.class = 'mesh_place'``, ``Object.class =
+    'object'``) says nothing and is left out: linking it would demand a pointless filter."""
     schema: GraphSchema = store.schema()
     vocab = _Vocabulary()
     for label, props in schema.node_properties.items():
-        plain = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower()
         for key, info in props.items():
             for value in info.values or ():
-                if value.lower() in (plain, plain.replace("_", "")):
-                    continue
-                vocab.values.setdefault(value.lower(), []).append((label, key))
-                if value.lower() != value:
-                    vocab.values.setdefault(value, []).append((label, key))
+                _add_value(vocab, label, key, value)
     for label in schema.labels:
-        vocab.label_words.add(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower())
+        vocab.label_words.add(ont.layer_name(label))
         rows = store.query(f"MATCH (n:`{label}`) RETURN n.nodeSymbol AS s LIMIT 1").rows
         if rows and rows[0].get("s"):
             vocab.prefixes.setdefault(str(rows[0]["s"])[0], label)
+        small = schema.node_counts.get(label, 0) <= _SMALL_LABEL
         info = schema.node_properties.get(label, {}).get(ont.CLASS_KEY)
-        if info is not None and info.values is None:  # too many classes for the schema text: ask the store
-            plain = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label).lower()
-            for row in store.query(
-                f"MATCH (n:`{label}`) RETURN DISTINCT n.class AS c", max_rows=_MAX_CLASSES
-            ).rows:
-                value = row.get("c")
-                if isinstance(value, str) and value.lower() not in (plain, plain.replace("_", "")):
-                    for form in dict.fromkeys((value.lower(), value)):
-                        vocab.values.setdefault(form, []).append((label, ont.CLASS_KEY))
-        if schema.node_counts.get(label, 0) <= 200 and info is not None:
+        classes: list[object] = []
+        if info is not None and small:
             grouped = store.query(
-                f"MATCH (n:`{label}`) RETURN n.class AS c, collect(n.nodeSymbol) AS s", max_rows=200
+                f"MATCH (n:`{label}`) RETURN n.class AS c, collect(n.nodeSymbol) AS s", max_rows=_SMALL_LABEL
             ).rows
             for row in grouped:
                 if row.get("c") is not None:
                     vocab.members[(label, ont.CLASS_KEY, str(row["c"]))] = tuple(sorted(map(str, row["s"])))
-        if schema.node_counts.get(label, 0) <= 200 and "name" in schema.node_properties.get(label, {}):
+            classes = [row.get("c") for row in grouped]
+        elif info is not None and info.values is None:
+            query = f"MATCH (n:`{label}`) RETURN DISTINCT n.class AS c"
+            classes = [row.get("c") for row in store.query(query, max_rows=_MAX_CLASSES).rows]
+        if info is not None and info.values is None:  # too many classes for the schema text
+            for value in classes:
+                if isinstance(value, str):
+                    _add_value(vocab, label, ont.CLASS_KEY, value)
+        if small and "name" in schema.node_properties.get(label, {}):
             for row in store.query(
                 f"MATCH (n:`{label}`) WHERE n.name IS NOT NULL RETURN n.name AS name, n.nodeSymbol AS s",
-                max_rows=200,
+                max_rows=_SMALL_LABEL,
             ).rows:
                 if isinstance(row.get("name"), str) and row.get("s") and re.search(r"\d", row["name"]):
                     vocab.names[row["name"].lower()] = (label, str(row["s"]))
     if "level" in schema.node_properties.get(ont.FLOOR, {}):
         rows = store.query(
-            f"MATCH (f:{ont.FLOOR}) RETURN f.nodeSymbol AS s ORDER BY f.level, s", max_rows=200
+            f"MATCH (f:{ont.FLOOR}) RETURN f.nodeSymbol AS s ORDER BY f.level, s", max_rows=_SMALL_LABEL
         ).rows
         vocab.floors = [str(r["s"]) for r in rows if r.get("s")]
     return vocab
+
+
+def _add_value(vocab: _Vocabulary, label: str, key: str, value: str) -> None:
+    """``value`` of ``label.key`` as written and lower-cased, unless it only repeats the label's name."""
+    plain = ont.layer_name(label)
+    if value.lower() in (plain, plain.replace("_", "")):
+        return
+    for form in dict.fromkeys((value.lower(), value)):
+        vocab.values.setdefault(form, []).append((label, key))
 
 
 def _floor_words(floors: Sequence[str]) -> dict[str, str]:

@@ -89,9 +89,14 @@ def has_symbol_shape(value: object) -> bool:
     return isinstance(value, str) and _SYMBOL_SHAPE.fullmatch(value) is not None
 
 
+def layer_name(label: str) -> str:
+    """A label as a snake-case word: ``MeshPlace`` -> ``mesh_place``, ``Object`` -> ``object``."""
+    return _CAMEL_BOUNDARY.sub("_", label).lower()
+
+
 def sibling_edge_type(label: str) -> str:
     """Edge type for an edge within one layer: ``MeshPlace`` -> ``MESH_PLACE_CONNECTED``."""
-    return _CAMEL_BOUNDARY.sub("_", label).upper() + "_CONNECTED"
+    return layer_name(label).upper() + "_CONNECTED"
 
 
 def label_from_layer_name(name: str) -> str:
