@@ -259,14 +259,10 @@ def test_examples_through_a_property_that_names_another_node(
 
 
 def test_an_example_takes_the_questions_values(linker: EntityLinker) -> None:
-    vocab = linker.vocabulary()
-
-    def owner(literal: str) -> tuple[str, str] | None:
-        if literal[:1] in vocab.prefixes and literal[1:].isdigit():
-            return vocab.prefixes[literal[0]], "nodeSymbol"
-        kinds = vocab.values.get(literal, [])
-        return next(((lab, key) for lab, key in kinds if key == "class"), None)
-
+    owner = linker.kind_of
+    assert owner("F0") == ("Floor", "nodeSymbol") and owner("sink") == ("Object", "class")
+    assert owner("wardrobe") == ("Object", "class")  # also a FunctionalElement parent_class: the class first
+    assert owner("no such thing") is None
     example = CypherExample(
         "Which objects are within 2 m of the painting in the laundry room?",
         "MATCH (r:Room {class: 'laundry_room'})-[:CONTAINS*]->(ref:Object {class: 'painting'}), (x:Object) "

@@ -520,18 +520,8 @@ class CypherAgent:
         """Last resort when no query of the model's ran: the nearest example whose values can be swapped for
         the question's (:func:`adapt_example`) runs instead; the first that returns rows of the asked shape
         answers, and the answer says which example it came from."""
-        vocab = self.linker().vocabulary()
-
-        def owner(literal: str) -> tuple[str, str] | None:
-            if ont.has_symbol_shape(literal) and literal[0] in vocab.prefixes:
-                return vocab.prefixes[literal[0]], ont.SYMBOL_KEY
-            kinds = vocab.values.get(literal) or vocab.values.get(literal.lower()) or []
-            return next(
-                ((lab, key) for lab, key in kinds if key == ont.CLASS_KEY), kinds[0] if kinds else None
-            )
-
         for example in reversed(examples):  # most similar first
-            query = adapt_example(example, links, question, owner)
+            query = adapt_example(example, links, question, self.linker().kind_of)
             if query is None:
                 continue
             result, _ = self._execute(state, query)

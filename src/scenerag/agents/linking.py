@@ -401,15 +401,22 @@ class EntityLinker:
             if key == ont.CLASS_KEY and len(members) == 1
         }
 
+    def kind_of(self, literal: str) -> tuple[str, str] | None:
+        """What a query's string literal names, as (label, key): a node symbol's label, else the property
+        holding that value (a class first); None when the graph holds no such value."""
+        vocab = self.vocabulary()
+        if ont.has_symbol_shape(literal) and literal[0] in vocab.prefixes:
+            return vocab.prefixes[literal[0]], ont.SYMBOL_KEY
+        owners = _class_first(vocab.values.get(literal) or vocab.values.get(literal.lower()) or [])
+        return owners[0] if owners else None
+
     def _value_links(self, value: str, mention: str, how: str) -> list[Link]:
         """Links of ``mention`` to ``value``; where the value is some label's class, only those (a sofa is
         an Object class, not the parent_class of its handles)."""
         vocab = self.vocabulary()
-        owners = vocab.values.get(value, [])
-        classes = [(label, key) for label, key in owners if key == ont.CLASS_KEY]
         return [
             Link(mention, label, key, value, how, vocab.members.get((label, key, value), ()))
-            for label, key in classes or owners
+            for label, key in _class_first(vocab.values.get(value, []))
         ]
 
     # -- linking ---------------------------------------------------------------------------------------
@@ -594,6 +601,11 @@ def build_vocabulary(store: GraphStore) -> _Vocabulary:
         ).rows
         vocab.floors = [str(r["s"]) for r in rows if r.get("s")]
     return vocab
+
+
+def _class_first(owners: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (label, key) owners of a value that hold it as a class, or all of them where none does."""
+    return [(label, key) for label, key in owners if key == ont.CLASS_KEY] or owners
 
 
 def _add_value(vocab: _Vocabulary, label: str, key: str, value: str) -> None:
