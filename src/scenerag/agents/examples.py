@@ -710,7 +710,8 @@ def _upper_layer_examples(
 ) -> list[tuple[str, str]]:
     """Questions about the layer that holds the regions (a building's floors): what is on which floor."""
     U, R, OB = roles.upper, roles.region, roles.leaf
-    order = "f.level, f.nodeSymbol" if _has_key(store, U, "level") else "f.nodeSymbol"
+    levels = "level" in store.schema().node_properties.get(U or "", {})
+    order = "f.level, f.nodeSymbol" if levels else "f.nodeSymbol"
     rows = store.query(f"MATCH (f:`{U}`) RETURN f.nodeSymbol AS s ORDER BY {order}", max_rows=50).rows
     floors = [str(r["s"]) for r in rows if r.get("s")]
     if not floors or not R or not OB:
@@ -911,10 +912,6 @@ def _two_counts(container: str | None, a: str, b: str, leaf: str | None, cls: st
         f"WITH count(DISTINCT x) AS na MATCH (b:{container} {{nodeSymbol: '{b}'}}) OPTIONAL MATCH "
         f"(b)-[:CONTAINS*]->(y:{leaf} {{class: '{cls}'}}) WITH na, count(DISTINCT y) AS nb RETURN na {op} nb"
     )
-
-
-def _has_key(store: GraphStore, label: str | None, key: str) -> bool:
-    return key in store.schema().node_properties.get(label or "", {})
 
 
 def _trajectory_examples(

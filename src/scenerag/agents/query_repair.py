@@ -126,10 +126,7 @@ def repair_mentions(
             start = toks[i - 3].start
         edits.append((start, end, ""))
         if node is not None and key == ont.SYMBOL_KEY and _holds(schema, label, node_label):
-            var = f"{label[0].lower()}{value.lower()}"
-            prefix.append(
-                f"MATCH ({var}:{label} {{{ont.SYMBOL_KEY}: {_quote(value)}}})-[:CONTAINS*]->({node.group('v')}) "
-            )
+            prefix.append(_inside(label, value, node.group("v")))
             notes.append(f"'{literal}' is {label} {value}: {node.group('v')} is matched inside it")
         else:
             notes.append(
@@ -181,10 +178,7 @@ def fill_ignored_values(
         tops = [m for m in held if depth[m.group("l")] == top]
         named = [m for m in tops if _CLASS_PROP.search(m.group("props") or "")]
         target = (named or tops)[0]
-        var = f"{label[0].lower()}{value.lower()}"
-        prefix.append(
-            f"MATCH ({var}:{label} {{{ont.SYMBOL_KEY}: {_quote(value)}}})-[:CONTAINS*]->({target.group('v')}) "
-        )
+        prefix.append(_inside(label, value, target.group("v")))
         notes.append(f"the question names {label} {value}: matched {target.group('v')} inside it")
     if not edits and not prefix:
         return query, []
@@ -259,6 +253,12 @@ def split_subquery_arithmetic(query: str) -> tuple[str, list[str]]:
         f"WITH first, {m.group('b')} AS second RETURN first {m.group('op')} second{alias}"
     )
     return fixed, ["a subquery cannot be used as a value: computed both parts with WITH and combined them"]
+
+
+def _inside(label: str, symbol: str, var: str) -> str:
+    """The clause that puts ``var`` inside the node ``symbol`` of ``label``, to go before a query:
+    ``MATCH (ff0:Floor {nodeSymbol: 'F0'})-[:CONTAINS*]->(r) ``."""
+    return f"MATCH ({label[0].lower()}{symbol.lower()}:{label} {{{ont.SYMBOL_KEY}: {_quote(symbol)}}})-[:CONTAINS*]->({var}) "
 
 
 def _holds(schema: GraphSchema | None, upper: str, lower: str | None) -> bool:
