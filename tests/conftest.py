@@ -7,10 +7,13 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType, FunctionType
+from typing import Any
 
 import pytest
 
 from scenerag import SceneGraph, read_scene_graph
+from scenerag.agents import CypherAgent, CypherAgentConfig
+from scenerag.llm import ScriptedChatModel
 from scenerag.store import CypherStore, open_store
 
 #: the shared example scene graphs: $SCENERAG_DATA, else shared/data beside the checkout (never copied in)
@@ -98,6 +101,19 @@ def bolt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"bolt://root:{BOLT_PASSWORD}@127.0.0.1:{bolt_port}/scenes"
     finally:
         server.stop()
+
+
+def symbols_of_class(graph: SceneGraph, cls: str, label: str = "Object") -> list[str]:
+    """Sorted symbols of ``graph``'s ``label`` nodes of class ``cls``."""
+    return sorted(n.symbol for n in graph.nodes(label) if n.class_name == cls)
+
+
+def scripted_agent(
+    store: CypherStore, replies: list[str], **cfg: Any
+) -> tuple[CypherAgent, ScriptedChatModel]:
+    """A Cypher agent over ``store`` whose model replies ``replies`` in turn (no embedder), and the model."""
+    model = ScriptedChatModel(replies, supports_tools=False)
+    return CypherAgent(model, store, CypherAgentConfig(embedder="none", **cfg)), model
 
 
 def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> CypherStore:

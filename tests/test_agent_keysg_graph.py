@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from conftest import scripted_agent, symbols_of_class
 from scenerag import SceneGraph
-from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.cypher_agent import qa_rules
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.examples import (
@@ -26,7 +26,6 @@ from scenerag.agents.query_repair import (
     repair_mentions,
     split_subquery_arithmetic,
 )
-from scenerag.llm import ScriptedChatModel
 from scenerag.sim.building import generate_building
 from scenerag.store import CypherStore, open_store
 
@@ -49,10 +48,6 @@ def linker(store: CypherStore) -> EntityLinker:
     return EntityLinker(store)
 
 
-def _of_class(graph: SceneGraph, cls: str, label: str = "Object") -> list[str]:
-    return sorted(n.symbol for n in graph.nodes(label) if n.class_name == cls)
-
-
 def _links(linker: EntityLinker, question: str) -> dict[str, tuple[str, str, str]]:
     return {link.mention.lower(): (link.label, link.key, link.value) for link in linker.link(question)}
 
@@ -73,7 +68,7 @@ def test_prompt_schema_is_compact_and_rules_name_the_graphs_own_layers(store: Cy
     rules = qa_rules(store.schema())
     assert "Floors hold objects only through rooms: (f:Floor)-[:CONTAINS*]->(o:Object)." in rules
     assert "(o:Object {class: 'chair'})" in rules and "places" not in rules
-    agent = CypherAgent(ScriptedChatModel([]), store, CypherAgentConfig())
+    agent, _ = scripted_agent(store, [])
     assert rules in agent.system_prompt("qa") and text in agent.system_prompt("qa")
 
 
@@ -91,7 +86,7 @@ def test_linker_reads_classes_the_schema_does_not_list(
         link for link in linker.link("How many handles does the wardrobe have?") if link.mention == "wardrobe"
     ]
     assert (wardrobe.label, wardrobe.key) == ("Object", "class")
-    assert wardrobe.symbols == tuple(_of_class(building, "wardrobe"))
+    assert wardrobe.symbols == tuple(symbols_of_class(building, "wardrobe"))
 
 
 def test_linker_maps_floors_and_room_names(linker: EntityLinker, building: SceneGraph) -> None:
@@ -202,10 +197,12 @@ def test_agent_answers_with_a_floor_word_the_model_copied(store: CypherStore, bu
         if o.class_name == "chair"
         and o.attributes.get("floor_level") == building.node(top).attributes["level"]
     )
-    model = ScriptedChatModel(
-        ["MATCH (f:Floor {nodeSymbol: 'upstairs'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN count(o)"]
+    agent, model = scripted_agent(
+        store,
+        [
+            "MATCH (f:Floor {nodeSymbol: 'upstairs'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN count(o)"
+        ],
     )
-    agent = CypherAgent(model, store, CypherAgentConfig(embedder="none"))
     result = agent.run("How many chairs are upstairs?", answer_type="number")
     assert result.answer == str(chairs) and len(model.calls) == 1
     assert any("'upstairs' is Floor" in note for note in result.context["rewrites"])
@@ -296,8 +293,9 @@ def test_an_example_takes_the_questions_values(linker: EntityLinker) -> None:
 def test_when_no_query_of_the_model_runs_the_nearest_example_answers(
     store: CypherStore, building: SceneGraph
 ) -> None:
-    model = ScriptedChatModel(["MATCH (o:Object) WHERE count(o) > 2 RETURN o.nodeSymbol"] * 3)  # rejected
-    agent = CypherAgent(model, store, CypherAgentConfig(embedder="none"))
+    agent, model = scripted_agent(
+        store, ["MATCH (o:Object) WHERE count(o) > 2 RETURN o.nodeSymbol"] * 3
+    )  # rejected
     result = agent.run("Are there more lamps upstairs than downstairs?", answer_type="string")
     levels = [o.attributes.get("floor_level") for o in building.nodes("Object") if o.class_name == "lamp"]
     assert result.answer == ("yes" if levels.count(1) > levels.count(0) else "no")
@@ -330,13 +328,13 @@ def test_subquery_arithmetic_and_dropped_values_are_rewritten_to_run(
 
 
 def test_true_or_false_where_a_number_is_asked_for_goes_back(store: CypherStore) -> None:
-    model = ScriptedChatModel(
+    agent, model = scripted_agent(
+        store,
         [
             "MATCH (r:Room {class: 'kitchen'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN count(o) > 0",
             "MATCH (r:Room {class: 'kitchen'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN count(o)",
-        ]
+        ],
     )
-    agent = CypherAgent(model, store, CypherAgentConfig(embedder="none"))
     result = agent.run("How many chairs are in the kitchen?", answer_type="number")
     assert result.answer not in ("true", "false", "yes", "no") and result.answer.isdigit()
     assert len(model.calls) == 2 and "true/false" in model.calls[1].messages[-1].content

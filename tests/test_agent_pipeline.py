@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from conftest import scripted_agent, symbols_of_class
 from scenerag import SceneGraph
-from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import NOT_FOUND, format_rows
 from scenerag.agents.cypher_agent import invented_symbols, parse_reply, symbol_return, unused_links
 from scenerag.agents.cypher_check import check_cypher
@@ -18,7 +18,6 @@ from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.linking import EntityLinker, mask_question
 from scenerag.agents.query_repair import repair_query, repair_singleton_pairs
 from scenerag.lang import HERACLES_DOMAIN, goals_equivalent, sldp_equal
-from scenerag.llm import ScriptedChatModel
 from scenerag.store import CypherStore, open_store
 
 
@@ -35,10 +34,6 @@ def linker(store: CypherStore) -> EntityLinker:
     return EntityLinker(store)
 
 
-def _symbols(graph: SceneGraph, cls: str, label: str = "Object") -> list[str]:
-    return sorted(n.symbol for n in graph.nodes(label) if n.class_name == cls)
-
-
 # -- linking -------------------------------------------------------------------------------------------
 def test_linker_maps_synonyms_plurals_rooms_and_symbols(
     linker: EntityLinker, hydra_graph: SceneGraph
@@ -50,7 +45,9 @@ def test_linker_maps_synonyms_plurals_rooms_and_symbols(
     assert ("couches", "Object", "class", "seating") in links
     lounge = linker.link("Which signs are in the lounge?")
     room = next(lk for lk in lounge if lk.label == "Room")
-    assert room.value == "lounge" and set(room.symbols) == set(_symbols(hydra_graph, "lounge", "Room"))
+    assert room.value == "lounge" and set(room.symbols) == set(
+        symbols_of_class(hydra_graph, "lounge", "Room")
+    )
     assert any(lk.value == "sign" and lk.how == "exact" for lk in lounge)
     symbols = {lk.value for lk in linker.link("Go to object 79, then mesh place 59110 and O43")}
     assert symbols == {"O79", "P59110", "O43"}
@@ -231,25 +228,25 @@ def test_format_rows_shapes() -> None:
 def _classes(graph: SceneGraph):
     def resolve(name: str, kind: str) -> list[str]:
         label = {"object": "Object", "room": "Room", "place": "MeshPlace"}[kind]
-        return _symbols(graph, name, label)
+        return symbols_of_class(graph, name, label)
 
     return resolve
 
 
 def test_goal_sketch_expansion(hydra_graph: SceneGraph) -> None:
     classes = _classes(hydra_graph)
-    trash = _symbols(hydra_graph, "trash")
+    trash = symbols_of_class(hydra_graph, "trash")
     goal = resolve_sketch("(holding [trash])", HERACLES_DOMAIN, classes=classes).goal
     assert goals_equivalent(goal, "(or " + " ".join(f"(holding {s})" for s in trash) + ")")
-    halls = _symbols(hydra_graph, "hallway", "Room")
-    lounge = _symbols(hydra_graph, "lounge", "Room")
+    halls = symbols_of_class(hydra_graph, "hallway", "Room")
+    lounge = symbols_of_class(hydra_graph, "lounge", "Room")
     goal = resolve_sketch(
         "(or (holding [bicycle]) (and (all (visited-room [hallway])) (not (visited-room [lounge]))))",
         HERACLES_DOMAIN,
         classes=classes,
     ).goal
     expected = (
-        f"(or (holding {_symbols(hydra_graph, 'bicycle')[0]}) (and "
+        f"(or (holding {symbols_of_class(hydra_graph, 'bicycle')[0]}) (and "
         + " ".join(f"(visited-room {r})" for r in halls)
         + " "
         + " ".join(f"(not (visited-room {r}))" for r in lounge)
@@ -274,13 +271,8 @@ def test_parse_reply_forms() -> None:
 
 
 # -- the pipeline with a scripted model ------------------------------------------------------------------
-def _agent(store: CypherStore, replies: list[str], **cfg) -> tuple[CypherAgent, ScriptedChatModel]:
-    model = ScriptedChatModel(replies, supports_tools=False)
-    return CypherAgent(model, store, CypherAgentConfig(embedder="none", **cfg)), model
-
-
 def test_answer_without_a_second_llm_call(store: CypherStore, hydra_graph: SceneGraph) -> None:
-    agent, model = _agent(
+    agent, model = scripted_agent(
         store,
         [
             "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN DISTINCT o.nodeSymbol"
@@ -288,7 +280,7 @@ def test_answer_without_a_second_llm_call(store: CypherStore, hydra_graph: Scene
     )
     result = agent.run("Which signs are in the lounge?")
     assert result.llm_calls == 1 and result.error is None
-    lounge = _symbols(hydra_graph, "lounge", "Room")
+    lounge = symbols_of_class(hydra_graph, "lounge", "Room")
     expected = {
         o.symbol
         for r in lounge
@@ -303,14 +295,16 @@ def test_answer_without_a_second_llm_call(store: CypherStore, hydra_graph: Scene
 
 
 def test_failed_query_goes_back_with_the_error(store: CypherStore) -> None:
-    agent, model = _agent(store, ["MATCH (o:Object RETURN count(o)", "MATCH (o:Object) RETURN count(o)"])
+    agent, model = scripted_agent(
+        store, ["MATCH (o:Object RETURN count(o)", "MATCH (o:Object) RETURN count(o)"]
+    )
     result = agent.run("How many objects are there?")
     assert result.answer == "65" and [t.ok for t in result.tools] == [False, True]
     assert "failed" in model.calls[1].messages[-1].content
 
 
 def test_empty_result_with_existing_values_is_retried(store: CypherStore) -> None:
-    agent, model = _agent(
+    agent, model = scripted_agent(
         store,
         [
             "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'sign'}) WHERE o.center.z > 90 "
@@ -324,13 +318,13 @@ def test_empty_result_with_existing_values_is_retried(store: CypherStore) -> Non
 
 
 def test_absent_thing_is_not_found(store: CypherStore) -> None:
-    agent, model = _agent(store, ["MATCH (o:Object {class: 'piano'}) RETURN o.center"])
+    agent, model = scripted_agent(store, ["MATCH (o:Object {class: 'piano'}) RETURN o.center"])
     result = agent.run("Where is the piano?")
     assert result.answer == NOT_FOUND and result.context.get("not_found") and len(model.calls) == 1
 
 
 def test_ignored_entity_is_pointed_out(store: CypherStore) -> None:
-    agent, model = _agent(
+    agent, model = scripted_agent(
         store,
         [
             "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol",
@@ -346,17 +340,17 @@ def test_ignored_entity_is_pointed_out(store: CypherStore) -> None:
 
 
 def test_feedforward_never_retries(store: CypherStore) -> None:
-    agent, model = _agent(store, ["MATCH (o:Object RETURN o"], mode="feedforward")
+    agent, model = scripted_agent(store, ["MATCH (o:Object RETURN o"], mode="feedforward")
     result = agent.run("How many objects are there?")
     assert result.answer is None and result.error and len(model.calls) == 1
 
 
 def test_pddl_sketch_is_grounded(store: CypherStore, hydra_graph: SceneGraph) -> None:
-    bike = _symbols(hydra_graph, "bicycle")[0]
-    agent, _ = _agent(store, ["Goal: (holding [bike])"])
+    bike = symbols_of_class(hydra_graph, "bicycle")[0]
+    agent, _ = scripted_agent(store, ["Goal: (holding [bike])"])
     result = agent.run("Pick up the bicycle.", task="pddl")
     assert result.answer == f"(holding {bike})" and result.error is None
-    agent, _ = _agent(
+    agent, _ = scripted_agent(
         store,
         [
             "Goal: (safe ?x)\nCypher: MATCH (a:Object {class: 'bicycle'}), (b:Object {class: 'box'}) RETURN b.nodeSymbol AS x "
@@ -368,7 +362,7 @@ def test_pddl_sketch_is_grounded(store: CypherStore, hydra_graph: SceneGraph) ->
 
 
 def test_pddl_unknown_class_goes_back(store: CypherStore) -> None:
-    agent, model = _agent(
+    agent, model = scripted_agent(
         store, ["Cypher: none\nGoal: (holding [piano])", "Cypher: none\nGoal: (holding [bag])"]
     )
     result = agent.run("Grab the piano", task="pddl")
@@ -382,7 +376,7 @@ def test_unused_links(linker: EntityLinker) -> None:
 
 
 def test_numbers_where_a_node_is_asked_for_go_back(store: CypherStore) -> None:
-    agent, model = _agent(
+    agent, model = scripted_agent(
         store,
         [
             "MATCH (o:Object {class: 'light'}) RETURN max(o.center.z)",
@@ -395,7 +389,7 @@ def test_numbers_where_a_node_is_asked_for_go_back(store: CypherStore) -> None:
 
 
 def test_a_property_where_a_node_is_asked_for_is_rewritten_to_its_symbol(store: CypherStore) -> None:
-    agent, model = _agent(
+    agent, model = scripted_agent(
         store, ["MATCH (o:Object {class: 'light'}) RETURN o.center ORDER BY o.center.z DESC LIMIT 1"]
     )
     result = agent.run("Which light hangs the highest?", answer_type="string")
@@ -411,7 +405,7 @@ def test_a_property_where_a_node_is_asked_for_is_rewritten_to_its_symbol(store: 
 
 def test_a_repeated_failing_query_is_sampled_again(store: CypherStore) -> None:
     bad = "MATCH (o:Object) RETURN r.nodeSymbol"
-    agent, model = _agent(store, [bad, bad, "MATCH (o:Object) RETURN count(o)"])
+    agent, model = scripted_agent(store, [bad, bad, "MATCH (o:Object) RETURN count(o)"])
     result = agent.run("How many objects are there?", answer_type="number")
     assert [c.temperature for c in model.calls] == [0.0, 0.0, 0.7]
     assert result.answer == str(store.query("MATCH (o:Object) RETURN count(o) AS n").rows[0]["n"])
@@ -422,7 +416,7 @@ def test_filters_the_question_never_asked_for_go_back(store: CypherStore, linker
     assert invented_symbols("MATCH (r:Room {nodeSymbol: 'R1'}) RETURN count(r)", linker.link(q), q) == ["R1"]
     lounge = "What is in the lounge?"  # the lounge is R1: naming its symbol is fine
     assert invented_symbols("MATCH (r:Room {nodeSymbol: 'R1'}) RETURN r", linker.link(lounge), lounge) == []
-    agent, model = _agent(
+    agent, model = scripted_agent(
         store,
         [
             "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(DISTINCT o)",
@@ -435,7 +429,7 @@ def test_filters_the_question_never_asked_for_go_back(store: CypherStore, linker
         store.query("MATCH (o:Object {class: 'seating'}) RETURN count(o) AS n").rows[0]["n"]
     )
     insisted = "MATCH (r:Room {class: 'hallway'}) RETURN count(r)"  # repeated after feedback: it runs
-    agent, model = _agent(store, [insisted, insisted])
+    agent, model = scripted_agent(store, [insisted, insisted])
     assert agent.run("How many of those rooms are there?", answer_type="number").answer == "4"
     assert len(model.calls) == 2
 
