@@ -186,12 +186,10 @@ class GraphSchema:
             direct = {(s, d) for (s, t, d) in self.patterns if t == ont.CONTAINS}
             indirect: dict[str, list[str]] = {}  # container -> what it holds only through other layers
             for chain in chains:
-                for i in range(len(chain)):
-                    for j in range(i + 2, len(chain)):
-                        held = indirect.setdefault(chain[i], [])
-                        if (chain[i], chain[j]) not in direct and chain[j] not in held:
-                            held.append(chain[j])
-            pairs = [(top, held) for top, held in indirect.items() for held in held]
+                for i, top in enumerate(chain):
+                    inner = indirect.setdefault(top, [])
+                    inner += [d for d in chain[i + 2 :] if (top, d) not in direct and d not in inner]
+            pairs = [(top, held) for top, inner in indirect.items() for held in inner]
             if compact and len(pairs) > 2:
                 lines.append(
                     "- No direct CONTAINS edge from "
