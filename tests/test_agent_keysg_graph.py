@@ -62,6 +62,10 @@ def test_prompt_schema_is_compact_and_rules_name_the_graphs_own_layers(store: Cy
     assert "room: STRING (node symbols)" in text and "R10, R11" not in text
     assert "... 21 in all" in text  # object colours: 12 listed of 21
     assert len(text) < 0.8 * len(full)
+    # geometry and symbol, which all five layers have, are named once, not per label
+    shared = "- every label: bbox_center: POINT, bbox_dim: LIST<FLOAT>, center: POINT, nodeSymbol: STRING"
+    assert shared in text.splitlines() and text.count("nodeSymbol: STRING") == 1
+    assert full.count("nodeSymbol: STRING") == 5
     # the five indirect containments in one line (the full text keeps one line each)
     assert sum("CONTAINS*" in line for line in text.splitlines()) == 1
     assert sum("NOT directly contained" in line for line in full.splitlines()) == 5

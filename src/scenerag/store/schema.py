@@ -161,17 +161,28 @@ class GraphSchema:
 
         ``compact`` (the LLM prompt): leaves out raw lists and ids a question never filters by (RGB
         triples, polygons, instance ids; ``bbox_dim`` stays), says "node symbols" for a property whose
-        values are symbols, and lists at most :data:`PROMPT_LISTED_VALUES` values per property.
+        values are symbols, lists at most :data:`PROMPT_LISTED_VALUES` values per property, and on graphs
+        with many labels names the properties every label has once.
         """
-        lines = ["Node labels (count) and properties:"]
-        for label in self.labels:
-            props = self.node_properties.get(label, {})
-            shown = [
-                p
-                for p in sorted(props.values(), key=lambda p: p.name)
+        described = {
+            label: [
+                _describe(p, compact=compact)
+                for p in sorted(self.node_properties.get(label, {}).values(), key=lambda p: p.name)
                 if p.name not in PROMPT_HIDDEN_KEYS and not (compact and _noise(p))
             ]
-            desc = ", ".join(_describe(p, compact=compact) for p in shown)
+            for label in self.labels
+        }
+        shared: list[str] = []
+        if compact and len(described) >= SHARED_PROPERTY_MIN_LABELS:
+            first, *rest = described.values()
+            shared = [d for d in first if all(d in other for other in rest)]
+        lines = ["Node labels (count) and properties:"]
+        if len(shared) > 2:  # said once instead of on every label (a building has five layers)
+            lines.append(f"- every label: {', '.join(shared)}")
+        else:
+            shared = []
+        for label, descs in described.items():
+            desc = ", ".join(d for d in descs if d not in shared)
             lines.append(f"- {label} ({self.node_counts[label]}): {desc}")
         lines.append("Relationships (count):")
         for (src, rtype, dst), count in sorted(self.patterns.items()):
@@ -240,6 +251,9 @@ def _noise(p: PropertyInfo) -> bool:
 
 PROMPT_LISTED_VALUES = 12
 """At most this many values of one property are listed in the compact (prompt) schema."""
+
+SHARED_PROPERTY_MIN_LABELS = 4
+"""From this many labels on, properties every label has are listed once in the compact schema."""
 
 
 SCHEMA_VERSION = 2
