@@ -11,9 +11,16 @@ import pytest
 from conftest import scripted_agent, symbols_of_class
 from scenerag import SceneGraph
 from scenerag.agents.answer_format import NOT_FOUND, format_rows
-from scenerag.agents.cypher_agent import invented_symbols, parse_reply, symbol_return, unused_links
+from scenerag.agents.cypher_agent import (
+    invented_symbols,
+    parse_reply,
+    shape_mismatch,
+    swap_invented_symbols,
+    symbol_return,
+    unused_links,
+)
 from scenerag.agents.cypher_check import check_cypher
-from scenerag.agents.examples import ExampleLibrary, GraphRoles, load_examples
+from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, load_examples
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.linking import EntityLinker, mask_question
 from scenerag.agents.query_repair import repair_query, repair_singleton_pairs
@@ -424,7 +431,9 @@ def test_filters_the_question_never_asked_for_go_back(store: CypherStore, linker
         ],
     )
     result = agent.run("How many chairs are there?", answer_type="number")
-    assert "does not name 'hallway'" in model.calls[1].messages[-1].content
+    # the filter came from an example: the question is asked again without the examples that hold it
+    again = model.calls[1].messages
+    assert len(again) == 2 and "'hallway'" not in again[-1].content
     assert result.answer == str(
         store.query("MATCH (o:Object {class: 'seating'}) RETURN count(o) AS n").rows[0]["n"]
     )
@@ -472,3 +481,115 @@ def test_a_distance_query_pinned_to_the_one_reference_node_is_turned_round(store
         and "named in the question" in notes[0]
     )
     assert len(store.query(fixed).rows) == 11  # the Hydra example: 11 objects within 7 m of the bike
+
+
+def test_forms_small_models_write_are_repaired(store: CypherStore, linker: EntityLinker) -> None:
+    schema = store.schema()
+    # an aggregate inside WHERE is computed per returned node first
+    dead_ends = check_cypher(
+        "MATCH (a:Room)-[:ROOM_CONNECTED]-(b:Room) WHERE count(DISTINCT b) = 1 RETURN a.nodeSymbol", schema
+    )
+    assert dead_ends.ok and "WITH a, count(DISTINCT b) AS n1 WHERE n1 = 1" in dead_ends.query
+    reference = store.query(
+        "MATCH (a:Room)-[:ROOM_CONNECTED]-(b:Room) WITH a, count(DISTINCT b) AS n WHERE n = 1 RETURN a.nodeSymbol"
+    )
+    assert store.query(dead_ends.query).rows == reference.rows and reference.rows
+    # two named objects joined by containment that never holds between objects, ranked by distance
+    nearest = check_cypher(
+        "MATCH (o:Object {nodeSymbol: 'O98'})-[:CONTAINS*]->(s:Object {class: 'storage'}) "
+        "RETURN s.nodeSymbol ORDER BY point.distance(o.center, s.center) LIMIT 1",
+        schema,
+    )
+    assert nearest.ok and nearest.query.startswith(
+        "MATCH (o:Object {nodeSymbol: 'O98'}), (s:Object {class: 'storage'})"
+    )
+    expected = store.query(
+        "MATCH (o:Object {nodeSymbol: 'O98'}), (s:Object {class: 'storage'}) "
+        "RETURN s.nodeSymbol AS sym ORDER BY point.distance(o.center, s.center) LIMIT 1"
+    ).rows[0]["sym"]
+    assert store.query(nearest.query).rows[0]["s.nodeSymbol"] == expected
+    # without a distance the same pattern still means nothing: rejected
+    assert not check_cypher(
+        "MATCH (o:Object {nodeSymbol: 'O98'})-[:CONTAINS*]->(s:Object {class: 'storage'}) RETURN s", schema
+    ).ok
+    # alternatives inside a property map
+    fixed, notes = repair_query(
+        "MATCH (o:Object {class: 'pet' OR class: 'animal'}) RETURN count(o) AS n", schema
+    )
+    assert fixed == "MATCH (o:Object) WHERE o.class IN ['pet', 'animal'] RETURN count(o) AS n" and notes
+    assert store.query(fixed).rows == [{"n": 0}]
+    both, _ = repair_query(
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'seating' OR class: 'storage'}) "
+        "WHERE r.class = 'lounge' RETURN count(DISTINCT o) AS n",
+        schema,
+    )
+    assert "WHERE o.class IN ['seating', 'storage'] AND r.class = 'lounge'" in both
+    lounge = store.query(
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object) WHERE o.class IN ['seating', 'storage'] "
+        "RETURN count(DISTINCT o) AS n"
+    )
+    assert store.query(both).rows == lounge.rows
+    # an example's symbol copied into the query where the question names another of that kind
+    q = "what's within 3.5 meters of seat O112?"
+    copied = "MATCH (x:Object), (ref:Object {nodeSymbol: 'O249'}) WHERE x <> ref RETURN x.nodeSymbol"
+    swapped, notes = swap_invented_symbols(copied, linker.link(q), q)
+    assert "{nodeSymbol: 'O112'}" in swapped and "O249" in notes[0]
+    assert swap_invented_symbols(copied, linker.link("What is near O103 or O249?"), "")[0] == copied
+
+
+def test_true_false_cannot_say_which_of_two(store: CypherStore) -> None:
+    flag = store.query("MATCH (o:Object {class: 'decor'}) RETURN count(o) > 1 AS more")
+    assert shape_mismatch(flag, "string", "Did the robot map more decorations or more signs?")
+    assert shape_mismatch(flag, "string", "Is O10 closer to O43 or to O300?")
+    assert shape_mismatch(flag, "string", "Are there more signs than decorations, yes or no?") is None
+    assert shape_mismatch(flag, "string", "Is there a bag or a box in R2?") is None
+
+
+def test_a_named_node_said_with_its_kind_is_the_node(
+    store: CypherStore, linker: EntityLinker, hydra_graph: SceneGraph
+) -> None:
+    trash = symbols_of_class(hydra_graph, "trash")[-1]
+    q = f"Which mesh place is the trash can {trash} standing on?"
+    assert [(link.key, link.value) for link in linker.link(q)] == [("nodeSymbol", trash)]
+    # the model matched every trash can, was told, and wrote it again: the named one goes in
+    every = "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'trash'}) RETURN p.nodeSymbol"
+    agent, _ = scripted_agent(store, [every, every])
+    result = agent.run(q, answer_type="string")
+    expected = store.query(
+        f"MATCH (p:MeshPlace)-[:CONTAINS]->(:Object {{nodeSymbol: '{trash}'}}) RETURN p.nodeSymbol AS s"
+    ).rows
+    assert [result.answer] == [r["s"] for r in expected]
+    assert any(f"names {trash}" in note for note in result.context["rewrites"])
+
+
+def test_a_filter_copied_from_an_example_asks_again_without_it(store: CypherStore) -> None:
+    library = ExampleLibrary(
+        [
+            CypherExample(
+                "Can I get from R1 to R3 without going through R2?",
+                "MATCH (a:Room {nodeSymbol: 'R1'}), (b:Room {nodeSymbol: 'R3'}) RETURN EXISTS { MATCH p = "
+                "(a)-[:ROOM_CONNECTED*1..6]-(b) WHERE NONE(x IN nodes(p) WHERE x.nodeSymbol = 'R2') }",
+            ),
+            CypherExample(
+                "Is R1 connected to R2?",
+                "MATCH (a:Room {nodeSymbol: 'R1'}), (b:Room {nodeSymbol: 'R2'}) "
+                "RETURN EXISTS { MATCH (a)-[:ROOM_CONNECTED]-(b) }",
+            ),
+        ]
+    )
+    model_replies = [
+        "MATCH (a:Room {nodeSymbol: 'R3'}), (b:Room {nodeSymbol: 'R4'}) RETURN EXISTS { MATCH p = "
+        "(a)-[:ROOM_CONNECTED*1..6]-(b) WHERE NONE(x IN nodes(p) WHERE x.nodeSymbol = 'R2') }",
+        "MATCH (a:Room {nodeSymbol: 'R3'}), (b:Room {nodeSymbol: 'R4'}) RETURN EXISTS { MATCH (a)-[:ROOM_CONNECTED]-(b) }",
+    ]
+    agent, model = scripted_agent(store, model_replies)
+    agent._library = library
+    result = agent.run("Do R3 and R4 connect directly? yes or no", answer_type="string")
+    first, second = (call.messages[-1].content for call in model.calls)
+    assert "without going through R2" in first and "without going through R2" not in second
+    assert len(model.calls[1].messages) == 2  # a fresh question, not a correction
+    direct = store.query(
+        "MATCH (a:Room {nodeSymbol: 'R3'}), (b:Room {nodeSymbol: 'R4'}) "
+        "RETURN EXISTS { MATCH (a)-[:ROOM_CONNECTED]-(b) } AS x"
+    ).rows[0]["x"]
+    assert result.answer == ("yes" if direct else "no")

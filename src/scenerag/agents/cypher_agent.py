@@ -288,7 +288,7 @@ class CypherAgent:
             if task == "pddl":
                 self._ground(state, links)
             else:
-                self._answer(state, question, answer_type, links)
+                self._answer(state, question, answer_type, links, examples)
                 if (
                     state.result.answer is None
                     and self.config.auto_repair
@@ -420,7 +420,14 @@ class CypherAgent:
             f"probably wrong (direction, hops, or a filter).{hint}"
         )
 
-    def _answer(self, state: RunState, question: str, answer_type: str | None, links: Sequence[Link]) -> None:
+    def _answer(
+        self,
+        state: RunState,
+        question: str,
+        answer_type: str | None,
+        links: Sequence[Link],
+        examples: Sequence[CypherExample] = (),
+    ) -> None:
         for attempt in range(self._attempts()):
             draft = self._generate(state, "qa")
             if not draft.cypher:
@@ -435,10 +442,19 @@ class CypherAgent:
             ):
                 # told it ignores a linked class, the model wrote the same query: add the class itself
                 ignored = [(link.label, link.key, link.value) for link in unused_links(draft.cypher, links)]
-                draft.cypher, notes = fill_ignored_values(draft.cypher, ignored, self.store.schema())
+                draft.cypher, notes = fill_ignored_values(
+                    draft.cypher, ignored, self.store.schema(), self._symbol_classes(ignored)
+                )
                 state.result.context.setdefault("rewrites", []).extend(notes)
             unused = unused_links(draft.cypher, links) if attempt == 0 else []
-            invented = self._invented(draft.cypher, links, question) if attempt == 0 else []
+            told = _normalized(draft.cypher) in set(state.result.context.get("feedback_only", []))
+            # a symbol copied from an example is as wrong in a correction as in the first query
+            invented = [] if told else self._invented(draft.cypher, links, question)
+            if invented and self.config.auto_repair:
+                draft.cypher, notes = swap_invented_symbols(draft.cypher, links, question)
+                if notes:
+                    state.result.context.setdefault("rewrites", []).extend(notes)
+                    invented = self._invented(draft.cypher, links, question)
             feedback = []
             if unused:
                 feedback.append(
@@ -451,6 +467,24 @@ class CypherAgent:
                     f"The question does not name {', '.join(invented)}: do not filter on "
                     f"{'it' if len(invented) == 1 else 'them'}."
                 )
+            copied = [
+                e for e in examples if any(f"'{v.strip(chr(39))}'" in (e.cypher or "") for v in invented)
+            ]
+            if copied and self.config.auto_repair and attempt + 1 < self._attempts():
+                # the filter came from an example the model copied whole: ask again without that example
+                examples = [e for e in examples if e not in copied]
+                state.messages = [
+                    state.messages[0],
+                    Message.user(self.user_prompt(question, "qa", links, examples, answer_type)),
+                ]
+                state.result.tools.append(
+                    ToolRecord("cypher_query", draft.cypher, False, error="copied " + ", ".join(invented))
+                )
+                state.result.context.setdefault("rewrites", []).append(
+                    f"{', '.join(invented)} came from an example the question does not match: asked again "
+                    "without it"
+                )
+                continue
             if feedback and self._retry(state, attempt, " ".join(feedback)):
                 state.result.context.setdefault("feedback_only", []).append(_normalized(draft.cypher))
                 state.result.tools.append(
@@ -508,6 +542,17 @@ class CypherAgent:
             state.result.error = state.result.error or "no query ran: " + (
                 state.result.tools[-1].error if state.result.tools else "the model wrote no query"
             )
+
+    def _symbol_classes(self, values: Sequence[tuple[str, str, str]]) -> dict[str, str]:
+        """The class of each named node among ``values`` ((label, key, value) triples)."""
+        symbols = [v for (_, key, v) in values if key == ont.SYMBOL_KEY]
+        if not symbols:
+            return {}
+        rows = self.store.query(
+            f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} IN $s RETURN n.{ont.SYMBOL_KEY} AS s, n.{ont.CLASS_KEY} AS c",
+            {"s": symbols},
+        ).rows
+        return {str(r["s"]): str(r["c"]) for r in rows if r.get("c")}
 
     def _answer_by_example(
         self,
@@ -751,6 +796,26 @@ def invented_symbols(query: str, links: Sequence[Link], question: str) -> list[s
     return [v for v in found if v.lower() not in known | said]
 
 
+def swap_invented_symbols(query: str, links: Sequence[Link], question: str) -> tuple[str, list[str]]:
+    """An example's symbol copied into the query (``'O249'``) where the question names one symbol of that
+    kind that the query leaves out (``O112``): the question's symbol goes in its place. Only a one-for-one
+    swap per kind (the letter of the symbol) is made. ``(query, notes)``."""
+    invented = invented_symbols(query, links, question)
+    unused = [
+        link.value
+        for link in links
+        if link.key == ont.SYMBOL_KEY and not re.search(rf"\b{re.escape(link.value)}\b", query)
+    ]
+    notes = []
+    for kind in dict.fromkeys(v[0].upper() for v in invented):
+        wrong = [v for v in invented if v[0].upper() == kind]
+        right = [v for v in unused if v[0].upper() == kind]
+        if len(wrong) == 1 and len(right) == 1:
+            query = re.sub(rf"'{re.escape(wrong[0])}'", f"'{right[0]}'", query)
+            notes.append(f"{wrong[0]} is not in the question, {right[0]} is: used {right[0]}")
+    return query, notes
+
+
 _SUPERLATIVE = re.compile(
     r"\b(closest|nearest|farthest|furthest|biggest|largest|smallest|highest|lowest|tallest|shortest)\b", re.I
 )
@@ -799,9 +864,17 @@ def sketch_problems(
     return problems
 
 
+_CHOICE = re.compile(
+    r"\b(?:more|fewer|less|[a-z]{3,}er)\b[^?]*?\bor\b(?!\s+no\b)(?![^?]*\byes or no\b)", re.I
+)
+"""A question that asks which of two compared things ("more decorations or more signs", "closer to O3 or to
+O7"), which true/false cannot answer."""
+
+
 def shape_mismatch(result: QueryResult, answer_type: str | None, question: str = "") -> str | None:
     """Why rows cannot hold an answer of ``answer_type`` (None when they can): only numbers where nodes or
-    names are asked for, only names where a number is, or true/false where a number is."""
+    names are asked for, only names where a number is, or true/false where a number is or where the
+    question asks which of two compared things."""
     cells = [v for row in result.rows for v in row.values() if v is not None]
     if not cells or answer_type is None:
         return None
@@ -809,6 +882,11 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
         answer_type == "number" or re.search(r"\bhow (many|much|far)\b", question, re.I)
     ):
         return "It returned true/false, but the question asks how many or how much: return that number."
+    if all(isinstance(v, bool) for v in cells) and answer_type != "number" and _CHOICE.search(question):
+        return (
+            "It returned true/false, but the question asks which of the two: return that one (its symbol or "
+            "class), e.g. ordered by the compared value with LIMIT 1."
+        )
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells)
     asks_which = re.search(r"\bwhich\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
     points = all(isinstance(v, dict) and {"x", "y"} <= set(v) for v in cells)

@@ -10,11 +10,15 @@ mistakes that run without error but mean nothing, and says why:
   (:MeshPlace)``: the arrow is turned (the reverse chain exists, so the meaning is unambiguous);
 * a label filtered by the one class of another label, ``(p:Object {class: 'mesh_place'})``: the label
   becomes ``MeshPlace``;
-* an aggregate inside ``WHERE`` (``WHERE count(o) > 2``): rejected with the ``WITH ... WHERE`` form;
+* an aggregate inside ``WHERE`` (``WHERE count(DISTINCT b) = 1 RETURN a.nodeSymbol``): computed per
+  returned node with ``WITH`` first where the query is that simple, else rejected with the ``WITH ... WHERE``
+  form;
 * a variable used but never bound (``RETURN r.nodeSymbol`` with no ``r`` in any pattern);
 * a variable-length path whose type never leads between its labels (``(:MeshPlace)-[:CONTAINS*]->
   (:MeshPlace)``) or a class value of another label (``(:Object {class: 'lounge'})``): rejected with the
-  patterns or labels that do exist;
+  patterns or labels that do exist; between two named nodes of a query that measures distances
+  (``(:Object {nodeSymbol: 'O98'})-[:CONTAINS*]->(:Object {class: 'storage'})``) the two are matched side
+  by side instead;
 * a one-hop edge type that never joins its two labels where exactly one other type does
   (``(:Room)-[:HAS_ELEMENT]->(:FunctionalElement)`` with only ``CONTAINS`` between them): that type;
 * a ``*_CONNECTED`` edge written with an arrow from or to a named node: matched without one (the links
@@ -140,6 +144,13 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
                 result.rewrites.append(
                     f"-[:{rtype}*]-> never leads from {src} to {dst}, only from {dst} to {src}: turned the arrow"
                 )
+            elif problem and _named(m.group(0)) and "point.distance" in query.lower():
+                # (:Object {nodeSymbol: 'O98'})-[:CONTAINS*]->(:Object {class: 'storage'}) ... ORDER BY
+                # point.distance: two nodes related by distance, not by edges: match them side by side
+                edits.append((m.start("rel"), m.end("rel"), ", "))
+                result.rewrites.append(
+                    f"{problem}: matched the two nodes separately (they relate by distance)"
+                )
             elif problem:
                 result.problems.append(problem)
             continue
@@ -200,6 +211,11 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
             )
     if edits:
         result.query = apply_edits(query, edits)
+
+
+def _named(hop: str) -> bool:
+    """Whether both node patterns of a matched hop carry a property map (each is found on its own)."""
+    return hop.count("{") == 2 and hop.lstrip().startswith("(") and hop.rstrip().endswith(")")
 
 
 def _flipped(rel: str) -> str:
@@ -310,6 +326,11 @@ def _single(labels: set[str] | None) -> str | None:
 
 
 def _aggregates_in_where(result: CheckResult) -> None:
+    """``MATCH ... WHERE count(DISTINCT b) = 1 RETURN a.nodeSymbol``: rewritten with the aggregate computed
+    per returned node first (``WITH a, count(DISTINCT b) AS n1 WHERE n1 = 1 RETURN a.nodeSymbol``) where
+    the query has that one simple shape; otherwise rejected with the ``WITH ... WHERE`` form."""
+    if _group_before_filter(result):
+        return
     query = result.query
     for m in re.finditer(r"\bWHERE\b", query, re.I):
         end = _CLAUSE.search(query, m.end())
@@ -322,6 +343,55 @@ def _aggregates_in_where(result: CheckResult) -> None:
                 "MATCH (r)-[:CONTAINS*]->(o) WITH r, count(o) AS n WHERE n > 3 RETURN r.nodeSymbol"
             )
             return
+
+
+_AGG_CALL = re.compile(r"\b(?:count|sum|avg|min|max)\s*\((?:[^()]|\([^()]*\))*\)", re.I)
+_SIMPLE_WHERE = re.compile(
+    r"^(?P<match>\s*MATCH\b.+?)\bWHERE\b(?P<where>.+?)\bRETURN\b(?P<ret>.+?)"
+    r"(?P<tail>\s+(?:ORDER\s+BY|LIMIT)\b.*)?$",
+    re.I | re.S,
+)
+
+
+def _group_before_filter(result: CheckResult) -> bool:
+    """The rewrite of :func:`_aggregates_in_where` for one MATCH, one WHERE, one RETURN of plain node
+    properties; True when it applied."""
+    m = _SIMPLE_WHERE.match(result.query.strip().rstrip(";"))
+    if m is None or re.search(
+        r"\b(WITH|MATCH|UNWIND|CALL|EXISTS)\b", m.group("where") + m.group("ret"), re.I
+    ):
+        return False
+    if re.search(r"\bMATCH\b", m.group("match")[m.group("match").upper().find("MATCH") + 5 :], re.I):
+        return False
+    ret = m.group("ret")
+    if _AGG.search(ret) or _AGG.search(m.group("tail") or ""):
+        return False
+    parts = re.split(r"\s+AND\s+", m.group("where").strip(), flags=re.I)
+    plain = [p for p in parts if not _AGG.search(p)]
+    filtered = [p for p in parts if _AGG.search(p)]
+    if not filtered:
+        return False
+    keys = list(dict.fromkeys(re.findall(r"(?<![.\w])([A-Za-z_]\w*)\.\w+", re.sub(r"'[^']*'", "", ret))))
+    if not keys:
+        return False
+    aliases: dict[str, str] = {}
+
+    def alias(call: re.Match[str]) -> str:
+        text = " ".join(call.group(0).split())
+        return aliases.setdefault(text, f"n{len(aliases) + 1}")
+
+    after = [_AGG_CALL.sub(alias, p) for p in filtered]
+    if not aliases or any(_AGG.search(p) for p in after):
+        return False
+    head = m.group("match").rstrip() + (f" WHERE {' AND '.join(plain)}" if plain else "")
+    projection = ", ".join([*keys, *(f"{call} AS {name}" for call, name in aliases.items())])
+    result.query = (
+        f"{head} WITH {projection} WHERE {' AND '.join(after)} RETURN {ret.strip()}{m.group('tail') or ''}"
+    )
+    result.rewrites.append(
+        "an aggregate cannot go inside WHERE: computed it with WITH per returned node, then filtered"
+    )
+    return True
 
 
 def _unbound(result: CheckResult) -> None:

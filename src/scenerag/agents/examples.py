@@ -668,6 +668,7 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                     f"MATCH (p:{P})-[:CONTAINS]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN p.nodeSymbol",
                 )
             )
+    ex += _composed_examples(store, roles, v, cs=cs, c1=c1, c2=c2, o1=o1, o2=o2, o3=o3)
     if roles.agent and roles.agent_link:
         ex += _trajectory_examples(store, roles, OB, P)
     if R and roles.region_size:
@@ -703,6 +704,119 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     out = [CypherExample(q, c) for q, c in ex]
     out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, c3=c3, cs=cs)
     return out
+
+
+def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: str) -> list[tuple[str, str]]:
+    """Two-step questions: a node found by one condition (the room with the most X, the room holding Y,
+    the rooms next to Z, the place under W, the nearest V) and then asked about. Small models write each
+    step alone but rarely chain them unshown."""
+    OB, R, P = roles.leaf, roles.region, roles.place
+    cs, c1, c2, o1, o2, o3 = n["cs"], n["c1"], n["c2"], n["o1"], n["o2"], n["o3"]
+    ex: list[tuple[str, str]] = [
+        (
+            f"Which is farther from {o1}: the {cs} or {o3}?",
+            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b.class = '{cs}' OR b.nodeSymbol = '{o3}' "
+            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) DESC LIMIT 1",
+        )
+    ]
+    if not R:
+        return ex
+    rl = R.lower()
+    r1, r2 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2")
+    ex += [
+        (
+            f"How many {_plural(c2)} are in the {rl} with the most {_plural(c1)}?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) WITH r, count(DISTINCT o) AS n "
+            f"ORDER BY n DESC LIMIT 1 MATCH (r)-[:CONTAINS*]->(x:{OB} {{class: '{c2}'}}) RETURN count(DISTINCT x)",
+        ),
+        (
+            f"How many {OB.lower()}s are in the {rl} where the {cs} is?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{class: '{cs}'}}) WITH DISTINCT r "
+            f"MATCH (r)-[:CONTAINS*]->(o:{OB}) RETURN count(DISTINCT o)",
+        ),
+    ]
+    if P:
+        ex += [
+            (
+                f"How many {_plural(c1)} are in the {rl} made of the most {P} nodes?",
+                f"MATCH (r:{R})-[:CONTAINS*]->(p:{P}) WITH r, count(DISTINCT p) AS n ORDER BY n DESC LIMIT 1 "
+                f"MATCH (r)-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) RETURN count(DISTINCT o)",
+            ),
+            (
+                f"How many {P} nodes does the {rl} with the {cs} have?",
+                f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{class: '{cs}'}}) WITH DISTINCT r "
+                f"MATCH (r)-[:CONTAINS*]->(p:{P}) RETURN count(DISTINCT p)",
+            ),
+        ]
+    if P and roles.leaf_in_place:
+        ex += [
+            (
+                f"Which {P} in {r2} has the most {OB.lower()}s on it?",
+                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P})-[:CONTAINS]->(o:{OB}) "
+                "WITH p, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN p.nodeSymbol",
+            ),
+            (
+                f"Which {P} is the {c1} nearest to {o2} on?",
+                f"MATCH (x:{OB} {{class: '{c1}'}}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref "
+                f"WITH x ORDER BY point.distance(x.center, ref.center) LIMIT 1 "
+                f"MATCH (p:{P})-[:CONTAINS]->(x) RETURN p.nodeSymbol",
+            ),
+            (
+                f"Are {o1} and {o2} on the same {P}?",
+                f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB} {{nodeSymbol: '{o2}'}}) "
+                f"RETURN EXISTS {{ MATCH (a)<-[:CONTAINS]-(:{P})-[:CONTAINS]->(b) }}",
+            ),
+        ]
+        if roles.place_link:
+            pl = roles.place_link
+            ex += [
+                (
+                    f"Which {P} nodes are next to the {P} the {cs} is on?",
+                    f"MATCH (:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}]-(q:{P}) WHERE q <> p "
+                    "RETURN DISTINCT q.nodeSymbol",
+                ),
+                (
+                    f"How many hops from the {P} under {o1} to the {P} under {o3}?",
+                    f"MATCH (:{OB} {{nodeSymbol: '{o1}'}})<-[:CONTAINS]-(p:{P}), (:{OB} {{nodeSymbol: '{o3}'}})"
+                    f"<-[:CONTAINS]-(q:{P}) MATCH s = shortestPath((p)-[:{pl}*..50]-(q)) RETURN length(s)",
+                ),
+            ]
+    link = roles.region_link
+    if link:
+        rows = store.query(  # a region between two others: routes around it
+            f"MATCH (a:{R})-[:{link}]-(c:{R})-[:{link}]-(b:{R}) WHERE a.nodeSymbol < b.nodeSymbol "
+            "RETURN a.nodeSymbol AS a, b.nodeSymbol AS b, c.nodeSymbol AS c ORDER BY a, b, c LIMIT 1"
+        ).rows
+        ra, rb, rc = (str(rows[0][k]) for k in "abc") if rows else (r1, r2, "R3")
+        rcls = _pick(v.region_classes, 0, None)
+        near = f"the {rcls}" if rcls else r2
+        where = f"{{class: '{rcls}'}}" if rcls else f"{{nodeSymbol: '{r2}'}}"
+        ex += [
+            (
+                f"How many {_plural(c1)} are in the {rl}s next to {r2}?",
+                f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}]-(r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) "
+                "RETURN count(DISTINCT o)",
+            ),
+            (
+                f"What kinds of {OB.lower()}s are in the {rl}s next to {near}?",
+                f"MATCH (a:{R} {where})-[:{link}]-(r:{R})-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
+            ),
+            (
+                f"Which {rl}s connect to only one other {rl}?",
+                f"MATCH (a:{R})-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n WHERE n = 1 RETURN a.nodeSymbol",
+            ),
+            (
+                f"Can I get from {ra} to {rb} without going through {rc}?",
+                f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}) RETURN EXISTS {{ "
+                f"MATCH p = (a)-[:{link}*1..6]-(b) WHERE NONE(x IN nodes(p) WHERE x.nodeSymbol = '{rc}') }}",
+            ),
+            (
+                f"How many different shortest routes are there from {ra} to {rb}?",
+                f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}) "
+                f"MATCH p = allShortestPaths((a)-[:{link}*..10]-(b)) RETURN count(p)",
+            ),
+        ]
+    return ex
 
 
 def _upper_layer_examples(

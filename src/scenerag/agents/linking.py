@@ -649,24 +649,26 @@ def _forms(word: str) -> list[str]:
 
 
 def _without_restated_classes(links: list[Link], lowered: str) -> list[Link]:
-    """Drops a class link that only restates the kind of a symbol next to it ("hallway R2", "seat O89"): the
-    symbol says which node; the class would invite matching all of them."""
+    """Drops a class link that only restates the kind of a symbol next to it ("hallway R2", "seat O89", "trash
+    can O79"): the symbol says which node; the class would invite matching all of them."""
     named = [link for link in links if link.key == ont.SYMBOL_KEY]
     out = []
     for link in links:
-        restated = link.key != ont.SYMBOL_KEY and any(
-            sym.value in link.symbols
-            or (sym.label == link.label and not link.symbols)  # large classes list no members
-            for sym in named
-            if re.search(
-                rf"\b{re.escape(link.mention.lower())}\s+{re.escape(sym.mention.lower())}\b"
-                rf"|\b{re.escape(sym.mention.lower())}\s+(?:the\s+)?{re.escape(link.mention.lower())}\b",
-                lowered,
-            )
-        )
+        restated = link.key != ont.SYMBOL_KEY and any(_restates(link, sym, lowered) for sym in named)
         if not restated:
             out.append(link)
     return out
+
+
+def _restates(link: Link, sym: Link, lowered: str) -> bool:
+    """Whether class ``link`` is said right next to symbol ``sym`` and names its kind ("hallway R2", "O89, the
+    seat"; "trash can O79" with one more word where the symbol is a listed member of the class)."""
+    cls, name = re.escape(link.mention.lower()), re.escape(sym.mention.lower())
+    member = sym.value in link.symbols
+    kind = member or (sym.label == link.label and not link.symbols)  # large classes list no members
+    if kind and re.search(rf"\b{cls}\s+{name}\b|\b{name}\s+(?:the\s+)?{cls}\b", lowered):
+        return True
+    return member and re.search(rf"\b{cls}\s+\w+\s+{name}\b", lowered) is not None
 
 
 def _dedupe(links: list[Link]) -> list[Link]:

@@ -9,6 +9,7 @@ Rules (each only fires when the schema proves the original cannot match anything
 3. A class value given as a symbol: ``{nodeSymbol: 'lounge'}`` / ``r.nodeSymbol = 'lounge'`` where
    ``lounge`` is a class value becomes ``{class: 'lounge'}`` / ``r.class = 'lounge'``; and the other way
    round, a symbol given as a class (``{class: 'R5'}``) is matched on ``nodeSymbol``.
+4. Alternatives inside a property map, ``{class: 'pet' OR class: 'animal'}``: ``o.class IN [...]``.
 
 Every rewrite is reported back to the model, so it also learns the right form.
 """
@@ -30,9 +31,9 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
     """``(repaired query, notes)``; the query is returned unchanged with no notes when nothing applies."""
     if not schema.node_counts:
         return query, []
+    query, notes = alternatives_in_map(query)
     toks = tokenize(query)
     edits: list[tuple[int, int, str]] = []
-    notes: list[str] = []
     labels = set(schema.node_counts)
 
     def is_op(i: int, text: str) -> bool:
@@ -79,7 +80,7 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
                 edits.append((tok.start, tok.end, _quote(value)))
                 notes.append(f"'{literal}' is not a stored value: used '{value}'")
     if not edits:
-        return query, []
+        return query, notes
     return apply_edits(query, edits), list(dict.fromkeys(notes))
 
 
@@ -139,11 +140,15 @@ def repair_mentions(
 
 
 def fill_ignored_values(
-    query: str, ignored: list[tuple[str, str, str]], schema: GraphSchema | None = None
+    query: str,
+    ignored: list[tuple[str, str, str]],
+    schema: GraphSchema | None = None,
+    classes: dict[str, str] | None = None,
 ) -> tuple[str, list[str]]:
     """A linked value the query leaves out (``ignored``: (label, key, value)) is put back where it can only
     mean one thing: a class on the one unfiltered node of its label ("Is there a TV in any of the bedrooms?"
-    matched on every ``(r:Room)``); a named container (floor ``F0`` for "downstairs") as containment of the
+    matched on every ``(r:Room)``); a named node where the query matches its whole class (``classes``: symbol ->
+    class; "the trash can O79" as ``{class: 'trash'}``); a named container (floor ``F0`` for "downstairs") as containment of the
     query's top node it holds (``MATCH (ff0:Floor {nodeSymbol: 'F0'})-[:CONTAINS*]->(r)``). Where the
     choice is not clear the query is left alone. ``(query, notes)``."""
     edits: list[tuple[int, int, str]] = []
@@ -158,6 +163,14 @@ def fill_ignored_values(
             if not re.search(rf"\b({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\s*:", m.group("props") or "")
             and not re.search(rf"\b{m.group('v')}\.({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\b", query)
         ]
+        kind = (classes or {}).get(value) if key == ont.SYMBOL_KEY else None
+        props = (same[0].group("props") or "") if len(same) == 1 else ""
+        if kind and re.fullmatch(rf"\s*{ont.CLASS_KEY}\s*:\s*'{re.escape(kind)}'\s*", props):
+            # "the trash can O79" matched as every trash can: the question's one node instead
+            m = same[0]
+            edits.append((m.start(), m.end(), f"({m.group('v')}:{label} {{{key}: {_quote(value)}}})"))
+            notes.append(f"the question names {value}, one {kind}: matched it instead of every {kind}")
+            continue
         if len(same) == 1 and len(free) == 1:
             m = free[0]
             props = (m.group("props") or "").strip()
@@ -253,6 +266,34 @@ def split_subquery_arithmetic(query: str) -> tuple[str, list[str]]:
         f"WITH first, {m.group('b')} AS second RETURN first {m.group('op')} second{alias}"
     )
     return fixed, ["a subquery cannot be used as a value: computed both parts with WITH and combined them"]
+
+
+_OR_MAP = re.compile(
+    r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*(?P<l>`?\w+`?)\s*\{\s*(?P<k>\w+)\s*:\s*(?P<a>'[^']*')"
+    r"(?P<more>(?:\s+OR\s+(?P=k)\s*:\s*'[^']*')+)\s*\}\s*\)",
+    re.I,
+)
+
+
+def alternatives_in_map(query: str) -> tuple[str, list[str]]:
+    """``(o:Object {class: 'pet' OR class: 'animal'})`` (not Cypher: a map holds one value per key) becomes
+    ``(o:Object)`` with ``o.class IN ['pet', 'animal']`` in its MATCH's WHERE. ``(query, notes)``."""
+    m = _OR_MAP.search(query)
+    if m is None:
+        return query, []
+    values = [m.group("a"), *re.findall(r"'[^']*'", m.group("more"))]
+    condition = f"{m.group('v')}.{m.group('k')} IN [{', '.join(values)}]"
+    rest = query[m.end() :]
+    clause = _CLAUSE_START.search(rest)
+    if clause is not None and clause.group(1).upper() == "WHERE":
+        rest = rest[: clause.end()] + f" {condition} AND" + rest[clause.end() :]
+    else:
+        at = clause.start() if clause is not None else len(rest)
+        rest = rest[:at].rstrip() + f" WHERE {condition} " + rest[at:]
+    fixed = query[: m.start()] + f"({m.group('v')}:{m.group('l')})" + rest
+    note = f"a property map holds one value per key: matched {condition} instead"
+    fixed, more = alternatives_in_map(fixed)
+    return fixed.strip(), [note, *more]
 
 
 def _inside(label: str, symbol: str, var: str) -> str:
