@@ -12,6 +12,7 @@ from conftest import scripted_agent, symbols_of_class
 from scenerag import SceneGraph
 from scenerag.agents.answer_format import NOT_FOUND, format_rows
 from scenerag.agents.cypher_agent import (
+    extreme_return,
     invented_symbols,
     parse_reply,
     shape_mismatch,
@@ -593,3 +594,73 @@ def test_a_filter_copied_from_an_example_asks_again_without_it(store: CypherStor
         "RETURN EXISTS { MATCH (a)-[:ROOM_CONNECTED]-(b) } AS x"
     ).rows[0]["x"]
     assert result.answer == ("yes" if direct else "no")
+
+
+def test_more_forms_small_models_write(store: CypherStore, linker: EntityLinker) -> None:
+    schema = store.schema()
+    # a key no node has: the value says which was meant
+    fixed, notes = repair_query(
+        "MATCH (b:Room {classSymbol: 'R5'}), (a:Room {kind: 'lounge'}) RETURN b", schema
+    )
+    assert (
+        fixed == "MATCH (b:Room {nodeSymbol: 'R5'}), (a:Room {class: 'lounge'}) RETURN b" and len(notes) == 2
+    )
+    # a layer's link written straight to a node the layer holds goes through the holder
+    hops = check_cypher(
+        "MATCH (a:Object {nodeSymbol: 'O10'})<-[:CONTAINS]-(p:MeshPlace)-[:MESH_PLACE_CONNECTED*..40]-"
+        "(b:Object {nodeSymbol: 'O300'}) RETURN p.nodeSymbol AS s",
+        schema,
+    )
+    assert hops.ok and "-[:MESH_PLACE_CONNECTED*..40]-(:MeshPlace)-[:CONTAINS]->(b:Object" in hops.query
+    assert store.query(hops.query).rows
+    # the largest distance returned for "which X is farthest": X's symbol, ordered by that distance
+    q = "Which trash can is the farthest away from the food?"
+    written = (
+        "MATCH (a:Object {class: 'trash'}), (b:Object {class: 'food'}) "
+        "RETURN max(point.distance(a.center, b.center)) AS d ORDER BY d DESC LIMIT 1"
+    )
+    fixed = extreme_return(written, q, linker.link(q))
+    assert fixed == (
+        "MATCH (a:Object {class: 'trash'}), (b:Object {class: 'food'}) "
+        "RETURN a.nodeSymbol ORDER BY point.distance(a.center, b.center) DESC LIMIT 1"
+    )
+    farthest = store.query(
+        "MATCH (a:Object {class: 'trash'}), (b:Object {class: 'food'}) "
+        "WITH a, point.distance(a.center, b.center) AS d ORDER BY d DESC LIMIT 1 RETURN a.nodeSymbol AS s"
+    ).rows[0]["s"]
+    assert store.query(fixed).rows[0]["a.nodeSymbol"] == farthest
+    assert extreme_return(written, "How far is the farthest trash can from the food?", linker.link(q)) is None
+
+
+def test_a_neighbour_walk_the_question_never_asked_for_is_asked_again(store: CypherStore) -> None:
+    walk = "MATCH (r:Room {nodeSymbol: 'R5'})-[:ROOM_CONNECTED]-(a:Room)-[:CONTAINS*]->(o:Object {class: 'storage'}) RETURN DISTINCT o.nodeSymbol"
+    inside = "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object {class: 'storage'}) RETURN DISTINCT o.nodeSymbol"
+    library = ExampleLibrary(
+        [
+            CypherExample(
+                "Which storage objects are in the rooms next to R2?",
+                "MATCH (a:Room {nodeSymbol: 'R2'})-[:ROOM_CONNECTED]-(r:Room)-[:CONTAINS*]->(o:Object {class: 'storage'}) "
+                "RETURN DISTINCT o.nodeSymbol",
+            ),
+            CypherExample(
+                "Which seating objects are in R2?", inside.replace("R5", "R2").replace("storage", "seating")
+            ),
+        ]
+    )
+    agent, model = scripted_agent(store, [walk, inside])
+    agent._library = library
+    result = agent.run("Any shelves or cabinets in hallway R5? List them.", answer_type="set")
+    assert "next to R2" not in model.calls[1].messages[-1].content
+    assert sldp_equal(
+        result.answer,
+        "<"
+        + ", ".join(r["s"] for r in store.query(inside.replace("o.nodeSymbol", "o.nodeSymbol AS s")).rows)
+        + ">",
+    )
+    # where the question is about neighbours the walk stands
+    seats = walk.replace("storage", "seating").replace("R5", "R4")
+    assert store.query(seats).rows
+    agent, model = scripted_agent(store, [seats])
+    agent._library = library
+    agent.run("Which seats are in the rooms next to R4?", answer_type="set")
+    assert len(model.calls) == 1

@@ -470,6 +470,13 @@ class CypherAgent:
             copied = [
                 e for e in examples if any(f"'{v.strip(chr(39))}'" in (e.cypher or "") for v in invented)
             ]
+            stray = [] if "stray_links" in state.result.context else self._stray_links(draft.cypher, question)
+            if stray:
+                state.result.context["stray_links"] = stray
+                copied += [
+                    e for e in examples if e not in copied and any(t in (e.cypher or "") for t in stray)
+                ]
+                invented = invented + [f"-[:{t}]-" for t in stray]
             if copied and self.config.auto_repair and attempt + 1 < self._attempts():
                 # the filter came from an example the model copied whole: ask again without that example
                 examples = [e for e in examples if e not in copied]
@@ -521,7 +528,7 @@ class CypherAgent:
             mismatch = shape_mismatch(result, answer_type, question)
             if mismatch:
                 # "which sign is highest" returned o.center: run it again returning o.nodeSymbol
-                fixed = symbol_return(draft.cypher)
+                fixed = symbol_return(draft.cypher) or extreme_return(draft.cypher, question, links)
                 if fixed is not None:
                     again, _ = self._execute(state, fixed)
                     if again is not None and again.rows and not shape_mismatch(again, answer_type, question):
@@ -542,6 +549,15 @@ class CypherAgent:
             state.result.error = state.result.error or "no query ran: " + (
                 state.result.tools[-1].error if state.result.tools else "the model wrote no query"
             )
+
+    def _stray_links(self, query: str, question: str) -> list[str]:
+        """Room or place link types the query walks although the question says nothing of neighbours, routes
+        or moving ("Any shelves in hallway R5?" answered for R5's neighbours, after an example)."""
+        if _MOVING.search(question):
+            return []
+        roles = GraphRoles.from_schema(self.store.schema())
+        types = [t for t in (roles.region_link, roles.place_link) if t]
+        return [t for t in types if re.search(rf"\[\s*\w*\s*:\s*{t}\b", query)]
 
     def _symbol_classes(self, values: Sequence[tuple[str, str, str]]) -> dict[str, str]:
         """The class of each named node among ``values`` ((label, key, value) triples)."""
@@ -923,6 +939,43 @@ def symbol_return(query: str) -> str | None:
     if re.search(r"\s+AS\s+\w+$", m.group(0), re.I):  # ORDER BY may use the alias: keep it as a column
         symbol += ", " + re.sub(r"(?i)^RETURN\s+(DISTINCT\s+)?", "", m.group(0))
     return query[: m.start()] + symbol + query[m.end() :]
+
+
+_MOVING = re.compile(
+    r"\b(next|adjacent|neighbou?r\w*|connect\w*|reach\w*|routes?|path\w*|ways?|hops?|steps?|moves?|go|goes|"
+    r"going|gets?|walk\w*|enter\w*|through|via|beside|doors?|doorways?|travel\w*|lead\w*|link\w*|join\w*|"
+    r"open\w*|pass\w*|cross\w*|between|from|border\w*|touch\w*|around|isolated|dead|apart|far|away)\b",
+    re.I,
+)
+"""Words of a question about neighbours, routes or moving between places."""
+
+_EXTREME_DISTANCE = re.compile(
+    r"\bRETURN\s+(?P<f>max|min)\s*\(\s*(?P<d>point\.distance\(\s*(?P<a>\w+)\.center\s*,\s*(?P<b>\w+)\.center\s*\))"
+    r"\s*\)(?:\s+AS\s+\w+)?(?:\s+ORDER\s+BY\b.*)?\s*;?\s*$",
+    re.I | re.S,
+)
+
+
+def extreme_return(query: str, question: str, links: Sequence[Link]) -> str | None:
+    """``RETURN max(point.distance(a.center, b.center))`` for "Which trash can is the farthest from the
+    food?": the node the question asks for (the one whose class the words after "which" name), ordered by
+    that distance (``RETURN a.nodeSymbol ORDER BY ... DESC LIMIT 1``); None when that node is unclear."""
+    m = _EXTREME_DISTANCE.search(query)
+    which = re.search(r"\bwhich\s+(.+?)(?:\s+(?:is|are|was|lies|stands|sits)\b|[?,]|$)", question, re.I)
+    if m is None or which is None:
+        return None
+    words = which.group(1).lower()
+    asked = {link.value for link in links if link.key == ont.CLASS_KEY and link.mention.lower() in words}
+    targets = [
+        var
+        for var in dict.fromkeys((m.group("a"), m.group("b")))
+        if (cls := re.search(rf"\(\s*{var}\s*:\s*\w+\s*\{{[^}}]*\bclass\s*:\s*'([^']*)'", query))
+        and cls.group(1) in asked
+    ]
+    if len(targets) != 1:
+        return None
+    order = "DESC" if m.group("f").lower() == "max" else "ASC"
+    return f"{query[: m.start()]}RETURN {targets[0]}.nodeSymbol ORDER BY {m.group('d')} {order} LIMIT 1"
 
 
 def _normalized(query: str) -> str:

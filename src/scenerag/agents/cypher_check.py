@@ -23,6 +23,9 @@ mistakes that run without error but mean nothing, and says why:
   (``(:Room)-[:HAS_ELEMENT]->(:FunctionalElement)`` with only ``CONTAINS`` between them): that type;
 * a ``*_CONNECTED`` edge written with an arrow from or to a named node: matched without one (the links
   are undirected);
+* a layer's ``*_CONNECTED`` edge written straight to a node that layer holds (``(q:MeshPlace)-[:MESH_PLACE_
+  CONNECTED]-(o:Object)``): the container is put between (``(q)-[:MESH_PLACE_CONNECTED]-(:MeshPlace)-
+  [:CONTAINS]->(o)``);
 * two patterns matching the same nodes (``(a:Object {class: 'light'}), (b:Object {class: 'light'})``)
   without ``a <> b``: added, so a node is not its own nearest neighbour at distance 0.
 """
@@ -131,6 +134,15 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
         if not a or not b or a not in schema.node_counts or b not in schema.node_counts:
             continue
         left, right = bool(m.group("left")), bool(m.group("right"))
+        via = _link_through_container(schema, a, b, m.group("rel"), rtype)
+        if via is not None:
+            # (:MeshPlace)-[:MESH_PLACE_CONNECTED]-(:Object): the object's place is the neighbour
+            edits.append((m.start("rel"), m.end("rel"), via))
+            result.rewrites.append(
+                f"{rtype} joins {_link_layer(schema, rtype)} nodes, not {a} and {b}: went through the "
+                f"{_link_layer(schema, rtype)} that contains the {b if a == _link_layer(schema, rtype) else a}"
+            )
+            continue
         if m.group("star"):
             directed = left != right
             problem = _unreachable(schema, a, b, rtype, directed=directed, reverse=left and not right)
@@ -211,6 +223,31 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
             )
     if edits:
         result.query = apply_edits(query, edits)
+
+
+def _link_layer(schema: GraphSchema, rtype: str) -> str | None:
+    """The label a ``*_CONNECTED`` type joins (``MESH_PLACE_CONNECTED`` -> ``MeshPlace``), or None."""
+    if not rtype.endswith("_CONNECTED"):
+        return None
+    layers = {s for (s, t, d) in schema.patterns if t == rtype and s == d}
+    return next(iter(layers)) if len(layers) == 1 else None
+
+
+def _link_through_container(schema: GraphSchema, a: str, b: str, rel: str, rtype: str) -> str | None:
+    """``(q:MeshPlace)-[:MESH_PLACE_CONNECTED*..5]-(o:Object)``, a layer's link written straight to a node its
+    layer holds: the relationship text with the container put between
+    (``-[:MESH_PLACE_CONNECTED*..5]-(:MeshPlace)-[:CONTAINS]->``); None where it does not apply."""
+    layer = _link_layer(schema, rtype)
+    if layer is None or (a == layer) == (b == layer):
+        return None
+    held = b if a == layer else a
+    if (layer, ont.CONTAINS, held) not in schema.patterns:
+        return None
+    link = rel.strip().lstrip("<").rstrip(">").strip()
+    link = "-" + link.strip("-").strip() + "-"
+    if a == layer:
+        return f"{link}(:{layer})-[:{ont.CONTAINS}]->"
+    return f"<-[:{ont.CONTAINS}]-(:{layer}){link}"
 
 
 def _named(hop: str) -> bool:

@@ -9,7 +9,9 @@ Rules (each only fires when the schema proves the original cannot match anything
 3. A class value given as a symbol: ``{nodeSymbol: 'lounge'}`` / ``r.nodeSymbol = 'lounge'`` where
    ``lounge`` is a class value becomes ``{class: 'lounge'}`` / ``r.class = 'lounge'``; and the other way
    round, a symbol given as a class (``{class: 'R5'}``) is matched on ``nodeSymbol``.
-4. Alternatives inside a property map, ``{class: 'pet' OR class: 'animal'}``: ``o.class IN [...]``.
+4. A key no node has, with a value that says which key was meant: ``{classSymbol: 'R5'}`` is matched
+   on ``nodeSymbol``, ``{kind: 'lounge'}`` on ``class``.
+5. Alternatives inside a property map, ``{class: 'pet' OR class: 'animal'}``: ``o.class IN [...]``.
 
 Every rewrite is reported back to the model, so it also learns the right form.
 """
@@ -35,6 +37,8 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
     toks = tokenize(query)
     edits: list[tuple[int, int, str]] = []
     labels = set(schema.node_counts)
+    known_keys = {k for props in schema.node_properties.values() for k in props}
+    known_keys |= {k for props in schema.rel_properties.values() for k in props}
 
     def is_op(i: int, text: str) -> bool:
         return 0 <= i < len(toks) and toks[i].kind == "op" and toks[i].text == text
@@ -62,6 +66,13 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
             literal = tok.text[1:-1]
             owner = schema.value_owner(literal)
             key_tok = _key_before(toks, i)
+            if key_tok is not None and key_tok.text not in known_keys:
+                # {classSymbol: 'R5'}: no label has that key; the value says which one was meant
+                key = ont.SYMBOL_KEY if ont.has_symbol_shape(literal) else (owner[1] if owner else None)
+                if key is not None:
+                    edits.append((key_tok.start, key_tok.end, key))
+                    notes.append(f"no node has a '{key_tok.text}' property: matched '{literal}' on {key}")
+                    continue
             if (
                 owner is None
                 and key_tok is not None
