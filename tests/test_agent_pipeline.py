@@ -664,3 +664,47 @@ def test_a_neighbour_walk_the_question_never_asked_for_is_asked_again(store: Cyp
     agent._library = library
     agent.run("Which seats are in the rooms next to R4?", answer_type="set")
     assert len(model.calls) == 1
+
+
+def test_a_distance_the_question_never_asked_for_is_asked_again(store: CypherStore) -> None:
+    within = (
+        "MATCH (a:Object {class: 'light'}), (b:Object {class: 'light'}) WHERE a.nodeSymbol < b.nodeSymbol "
+        "AND point.distance(a.center, b.center) < 2 RETURN point.distance(a.center, b.center)"
+    )
+    apart = (
+        "MATCH (a:Object {class: 'light'}), (b:Object {class: 'light'}) WHERE a.nodeSymbol < b.nodeSymbol "
+        "RETURN point.distance(a.center, b.center) AS d"
+    )
+    near = CypherExample(
+        "What is within 2 meters of the bag?",
+        "MATCH (x:Object), (bag:Object {class: 'bag'}) WHERE x <> bag AND "
+        "point.distance(x.center, bag.center) < 2 RETURN x.nodeSymbol",
+    )
+    on = CypherExample(
+        "Which MeshPlace is the bag on?",
+        "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'bag'}) RETURN p.nodeSymbol",
+    )
+    # a distance bound the question never gave came from an example: asked again without it
+    agent, model = scripted_agent(store, [within, apart])
+    agent._library = ExampleLibrary([near, on])
+    result = agent.run("How far apart are the two lights?", answer_type="number")
+    assert "within 2 meters" not in model.calls[1].messages[-1].content
+    assert float(result.answer) == pytest.approx(store.query(apart).rows[0]["d"], abs=0.01)
+    # a distance measured for a question that asks none ("which place is the bike on")
+    nearest = (
+        "MATCH (x:Object {class: 'bicycle'}), (ref:Object {class: 'bag'}) WITH x ORDER BY "
+        "point.distance(x.center, ref.center) LIMIT 1 MATCH (p:MeshPlace)-[:CONTAINS]->(x) RETURN p.nodeSymbol"
+    )
+    direct = "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'bicycle'}) RETURN p.nodeSymbol"
+    agent, model = scripted_agent(store, [nearest, direct])
+    agent._library = ExampleLibrary([near, on])
+    result = agent.run("Which mesh place is the bike standing on?", answer_type="string")
+    assert len(model.calls) == 2 and "within 2 meters" not in model.calls[1].messages[-1].content
+    assert result.answer == store.query(direct).rows[0]["p.nodeSymbol"]
+    # a query for something the graph lacks is not second-guessed: its answer is "not found"
+    agent, model = scripted_agent(
+        store,
+        ["MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'stairs'}) RETURN o.nodeSymbol"],
+    )
+    assert agent.run("Where are the stairs?", answer_type="set").answer == NOT_FOUND
+    assert len(model.calls) == 1

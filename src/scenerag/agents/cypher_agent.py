@@ -401,7 +401,19 @@ class CypherAgent:
                 and not set(re.findall(r"[a-z]+", value.lower())) & words
             ):
                 invented.append(f"'{value}'")
+        said = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", question)}
+        for m in _DISTANCE_BOUND.finditer(query):  # "within 2 m" copied into "How far apart are the lights?"
+            if float(m.group(1)) not in said:
+                invented.append(f"{m.group(1)} m")
         return invented
+
+    def _names_absent_value(self, query: str) -> bool:
+        """Whether the query filters on a value the graph does not hold (its answer is "not found" whatever
+        else it copied)."""
+        schema = self.store.schema()
+        return any(
+            schema.value_owner(v) is None and not is_symbol(v) for v in re.findall(r"'([^']*)'", query)
+        )
 
     def _empty_diagnosis(self, query: str, links: Sequence[Link]) -> str | None:
         """Why an empty result is suspicious (None when nothing says the answer should exist): every value the
@@ -449,7 +461,8 @@ class CypherAgent:
             unused = unused_links(draft.cypher, links) if attempt == 0 else []
             told = _normalized(draft.cypher) in set(state.result.context.get("feedback_only", []))
             # a symbol copied from an example is as wrong in a correction as in the first query
-            invented = [] if told else self._invented(draft.cypher, links, question)
+            absent = self._names_absent_value(draft.cypher)
+            invented = [] if told or absent else self._invented(draft.cypher, links, question)
             if invented and self.config.auto_repair:
                 draft.cypher, notes = swap_invented_symbols(draft.cypher, links, question)
                 if notes:
@@ -467,16 +480,18 @@ class CypherAgent:
                     f"The question does not name {', '.join(invented)}: do not filter on "
                     f"{'it' if len(invented) == 1 else 'them'}."
                 )
-            copied = [
-                e for e in examples if any(f"'{v.strip(chr(39))}'" in (e.cypher or "") for v in invented)
-            ]
-            stray = [] if "stray_links" in state.result.context else self._stray_links(draft.cypher, question)
+            copied = [e for e in examples if _holds_any(e.cypher or "", invented)]
+            stray = (
+                []
+                if absent or "stray_links" in state.result.context
+                else self._stray_links(draft.cypher, question)
+            )
             if stray:
                 state.result.context["stray_links"] = stray
                 copied += [
                     e for e in examples if e not in copied and any(t in (e.cypher or "") for t in stray)
                 ]
-                invented = invented + [f"-[:{t}]-" for t in stray]
+                invented = invented + [t if "." in t else f"-[:{t}]-" for t in stray]
             if copied and self.config.auto_repair and attempt + 1 < self._attempts():
                 # the filter came from an example the model copied whole: ask again without that example
                 examples = [e for e in examples if e not in copied]
@@ -552,12 +567,16 @@ class CypherAgent:
 
     def _stray_links(self, query: str, question: str) -> list[str]:
         """Room or place link types the query walks although the question says nothing of neighbours, routes
-        or moving ("Any shelves in hallway R5?" answered for R5's neighbours, after an example)."""
+        or moving ("Any shelves in hallway R5?" answered for R5's neighbours, after an example), and distances
+        it measures although the question says nothing of distance."""
+        stray = []
+        if "point.distance" in query.lower() and not _SPATIAL.search(question):
+            stray.append("point.distance")  # "Which place is the bike on?" answered as "the nearest ..."
         if _MOVING.search(question):
-            return []
+            return stray
         roles = GraphRoles.from_schema(self.store.schema())
         types = [t for t in (roles.region_link, roles.place_link) if t]
-        return [t for t in types if re.search(rf"\[\s*\w*\s*:\s*{t}\b", query)]
+        return stray + [t for t in types if re.search(rf"\[\s*\w*\s*:\s*{t}\b", query)]
 
     def _symbol_classes(self, values: Sequence[tuple[str, str, str]]) -> dict[str, str]:
         """The class of each named node among ``values`` ((label, key, value) triples)."""
@@ -941,6 +960,24 @@ def symbol_return(query: str) -> str | None:
     return query[: m.start()] + symbol + query[m.end() :]
 
 
+_DISTANCE_BOUND = re.compile(
+    r"point\.distance\([^()]*(?:\([^()]*\)[^()]*)*\)\s*[<>]=?\s*(\d+(?:\.\d+)?)", re.I
+)
+
+
+def _holds_any(cypher: str, invented: Sequence[str]) -> bool:
+    """Whether an example's Cypher holds one of ``invented`` (``'R2'``/``R2`` values, ``2 m`` distance
+    bounds)."""
+    for item in invented:
+        if item.endswith(" m"):
+            bound = float(item[:-2])
+            if any(float(m.group(1)) == bound for m in _DISTANCE_BOUND.finditer(cypher)):
+                return True
+        elif f"'{item.strip(chr(39))}'" in cypher:
+            return True
+    return False
+
+
 _MOVING = re.compile(
     r"\b(next|adjacent|neighbou?r\w*|connect\w*|reach\w*|routes?|path\w*|ways?|hops?|steps?|moves?|go|goes|"
     r"going|gets?|walk\w*|enter\w*|through|via|beside|doors?|doorways?|travel\w*|lead\w*|link\w*|join\w*|"
@@ -948,6 +985,13 @@ _MOVING = re.compile(
     re.I,
 )
 """Words of a question about neighbours, routes or moving between places."""
+
+_SPATIAL = re.compile(
+    r"\b(near\w*|close\w*|far\w*|further|furthest|distance\w*|within|met(?:er|re)s?|m|cm|around|next|"
+    r"beside|by|apart|away|radius|reach\w*|closest|position\w*|where|coordinates?|location)\b|\d",
+    re.I,
+)
+"""Words of a question about distances or positions."""
 
 _EXTREME_DISTANCE = re.compile(
     r"\bRETURN\s+(?P<f>max|min)\s*\(\s*(?P<d>point\.distance\(\s*(?P<a>\w+)\.center\s*,\s*(?P<b>\w+)\.center\s*\))"
