@@ -418,11 +418,9 @@ class CypherAgent:
     def _empty_diagnosis(self, query: str, links: Sequence[Link]) -> str | None:
         """Why an empty result is suspicious (None when nothing says the answer should exist): every value the
         query names exists, or the question named things the query left out."""
-        literals = re.findall(r"'([^']*)'", query)
-        schema = self.store.schema()
-        missing = [v for v in literals if schema.value_owner(v) is None and not is_symbol(v)]
-        if missing:
+        if self._names_absent_value(query):
             return None  # it asked for something the graph does not hold: a true "not found"
+        literals = re.findall(r"'([^']*)'", query)
         unused = [link for link in links if link.value not in literals]
         hint = ""
         if unused:

@@ -134,13 +134,14 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
         if not a or not b or a not in schema.node_counts or b not in schema.node_counts:
             continue
         left, right = bool(m.group("left")), bool(m.group("right"))
-        via = _link_through_container(schema, a, b, m.group("rel"), rtype)
+        layer = _link_layer(schema, rtype)
+        via = _link_through_container(schema, layer, a, b, m.group("rel")) if layer else None
         if via is not None:
             # (:MeshPlace)-[:MESH_PLACE_CONNECTED]-(:Object): the object's place is the neighbour
             edits.append((m.start("rel"), m.end("rel"), via))
             result.rewrites.append(
-                f"{rtype} joins {_link_layer(schema, rtype)} nodes, not {a} and {b}: went through the "
-                f"{_link_layer(schema, rtype)} that contains the {b if a == _link_layer(schema, rtype) else a}"
+                f"{rtype} joins {layer} nodes, not {a} and {b}: went through the {layer} that contains the "
+                f"{b if a == layer else a}"
             )
             continue
         if m.group("star"):
@@ -233,12 +234,11 @@ def _link_layer(schema: GraphSchema, rtype: str) -> str | None:
     return next(iter(layers)) if len(layers) == 1 else None
 
 
-def _link_through_container(schema: GraphSchema, a: str, b: str, rel: str, rtype: str) -> str | None:
-    """``(q:MeshPlace)-[:MESH_PLACE_CONNECTED*..5]-(o:Object)``, a layer's link written straight to a node its
-    layer holds: the relationship text with the container put between
+def _link_through_container(schema: GraphSchema, layer: str, a: str, b: str, rel: str) -> str | None:
+    """``(q:MeshPlace)-[:MESH_PLACE_CONNECTED*..5]-(o:Object)``, a link of ``layer`` written straight to a
+    node the layer holds: the relationship text with the container put between
     (``-[:MESH_PLACE_CONNECTED*..5]-(:MeshPlace)-[:CONTAINS]->``); None where it does not apply."""
-    layer = _link_layer(schema, rtype)
-    if layer is None or (a == layer) == (b == layer):
+    if (a == layer) == (b == layer):
         return None
     held = b if a == layer else a
     if (layer, ont.CONTAINS, held) not in schema.patterns:
