@@ -115,6 +115,7 @@ def _row(q: Any, data: dict[str, Any], wall: float) -> dict[str, Any]:
         "links": (data.get("context") or {}).get("links", []),
         "examples": (data.get("context") or {}).get("examples", []),
         "rewrites": (data.get("context") or {}).get("rewrites", []),
+        "steps": (data.get("context") or {}).get("steps", []),
     }
 
 

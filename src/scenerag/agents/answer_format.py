@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from scenerag.graph.ontology import has_symbol_shape
+from scenerag.graph.ontology import SYMBOL_KEY, has_symbol_shape
 from scenerag.lang.sldp import (
     SldpDict,
     SldpList,
@@ -54,6 +54,19 @@ def _is_point(v: Any) -> bool:
         and {"x", "y"} <= set(v)
         and all(isinstance(v[k], (int, float)) for k in ("x", "y"))
     )
+
+
+def _as_symbol(v: Any) -> Any:
+    """A whole node returned (``RETURN n``: its properties) stands for its symbol; anything else as is."""
+    if isinstance(v, dict) and isinstance(v.get(SYMBOL_KEY), str) and not _is_point(v):
+        return v[SYMBOL_KEY]
+    if (
+        isinstance(v, list)
+        and v
+        and all(isinstance(x, dict) and isinstance(x.get(SYMBOL_KEY), str) for x in v)
+    ):
+        return [x[SYMBOL_KEY] for x in v]
+    return v
 
 
 def _value(v: Any) -> SldpValue | None:
@@ -109,6 +122,9 @@ def _pick_column(columns: list[str], rows: list[dict[str, Any]], want: str | Non
         if nums:
             return nums[-1]
     syms = col_is(has_symbol_shape)
+    varying = [c for c in syms if len({r.get(c) for r in rows}) > 1]
+    if len(rows) > 1 and varying:
+        return varying[0]  # (R4, R2), (R4, R5): the named node R4 repeats, its neighbours answer
     return syms[0] if syms else columns[0]
 
 
@@ -122,7 +138,7 @@ def format_rows(
 ) -> str | None:
     """SLDP text of the answer held by ``rows`` (see the module docstring), or None when unclear."""
     columns = list(columns) or (list(rows[0]) if rows else [])
-    rows = [dict(r) for r in rows]
+    rows = [{k: _as_symbol(v) for k, v in r.items()} for r in rows]
     cells_all = [v for r in rows for v in r.values()]
     if len(cells_all) == 1 and isinstance(cells_all[0], bool) and is_yes_no_question(question):
         return "yes" if cells_all[0] else "no"  # "Is the lounge next to R5?" is answered as a person would
@@ -146,6 +162,10 @@ def format_rows(
     if answer_type is None and len(columns) == 2 and len(rows) > 1:
         # two columns that are not key/value (e.g. symbol + position): the answer column is unclear
         wants_position = re.search(r"\b(where|position|location|coordinates?)\b", question, re.I)
+        constant = [c for c in columns if len({str(r.get(c)) for r in rows}) == 1]
+        if len(constant) == 1 and all(has_symbol_shape(r.get(c)) for r in rows for c in columns):
+            # (R4, R2), (R4, R5): the named node repeats beside its neighbours, which answer
+            return _as_set_or_list([c for c in columns if c not in constant], rows, None, question, query)
         if not wants_position:
             return _as_set_or_list(columns, rows, None, question, query)
     col = _pick_column(

@@ -33,16 +33,24 @@ from scenerag.agents.answer_format import NOT_FOUND, format_rows, is_yes_no_ques
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
+from scenerag.agents.decompose import SPLIT_PROMPT, needs_split, parse_split, split_by_form, substitute
 from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.query_repair import (
     carry_dropped_variables,
+    center_arguments,
+    detach_measured_container,
+    drop_class_filters,
     fill_ignored_values,
+    merge_union_by_symbol,
+    name_the_named,
     repair_mentions,
+    repair_node_operators,
     repair_query,
     repair_singleton_pairs,
+    repair_symbol_layers,
     split_subquery_arithmetic,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
@@ -92,6 +100,9 @@ class CypherAgentConfig:
     max_reply_tokens: int = 200
     #: rewrite classes-used-as-labels and wrong-case values before running (reported in the result)
     auto_repair: bool = True
+    #: answer a question worded as two steps ("Which room is the light closest to the bike in?") as two
+    #: simple questions, the second about the first one's nodes (agentic QA only)
+    decompose: bool = True
 
     @property
     def name(self) -> str:
@@ -105,7 +116,7 @@ _QA_INTRO = (
 _QA_RULES = (
     "Rules: kinds of things are values of the class property, never labels: ({var}:{leaf} {{class: '{cls}'}}). "
     "{containment}*_CONNECTED edges are "
-    "undirected. Distances: point.distance(a.center, b.center). Return node symbols (n.nodeSymbol) unless "
+    "undirected. Distances: point.distance(a.center, b.center); heights: a.center.z. Return node symbols (n.nodeSymbol) unless "
     "the question asks for something else; return only what answers the question. Compute aggregates with "
     "WITH before filtering them.\nReply with the Cypher query only, on one line."
 )
@@ -185,6 +196,7 @@ class CypherAgent:
         self._library = library
         self._linker = linker
         self._phrase_state: RunState | None = None
+        self._labels_of_symbols: dict[str, str] = {}  # node labels never change: looked up once per symbol
 
     @property
     def name(self) -> str:
@@ -262,7 +274,80 @@ class CypherAgent:
 
     # -- run --------------------------------------------------------------------------------------------
     def run(self, question: str, *, task: Task = "qa", answer_type: str | None = None) -> AgentResult:
-        """Answer ``question`` (``task="qa"``, SLDP) or ground it (``task="pddl"``, a PDDL goal)."""
+        """Answer ``question`` (``task="qa"``, SLDP) or ground it (``task="pddl"``, a PDDL goal).
+
+        A question worded as two steps (:func:`~scenerag.agents.decompose.needs_split`) is first split and
+        answered step by step; when a step fails the whole question is answered in one go after all."""
+        start = time.perf_counter()
+        earlier: list[AgentResult] = []
+        result = None
+        if task == "qa" and self.config.decompose and self.config.mode != "feedforward":
+            result = self._run_in_steps(question, answer_type, earlier)
+        if result is None:
+            result = self._run_once(question, task=task, answer_type=answer_type)
+        for before in reversed(earlier):
+            _absorb(result, before)
+        result.question = question
+        result.wall_s = time.perf_counter() - start
+        return result
+
+    def _container_words(self) -> list[str]:
+        """The graph's words for nodes that hold others: layer names and the classes of its regions."""
+        schema = self.store.schema()
+        words = {
+            w
+            for chain in schema.containment_chains()
+            for label in chain[:-1]
+            for w in (_layer_word(label, plural=False), " ".join(re.findall(r"[A-Z]?[a-z]+", label)).lower())
+        }
+        region = GraphRoles.from_schema(schema).region
+        info = schema.node_properties.get(region or "", {}).get(ont.CLASS_KEY)
+        return sorted(words | {v.lower() for v in (info.values or [])} if info is not None else words)
+
+    def _run_in_steps(
+        self, question: str, answer_type: str | None, earlier: list[AgentResult]
+    ) -> AgentResult | None:
+        """Answer a two-step question as two simple ones: the first names nodes, the second asks about them.
+        None (with what was spent in ``earlier``) when the question is not two steps or a step fails."""
+        containers = self._container_words()
+        if not needs_split(question, containers):
+            return None
+        split = split_by_form(question, containers)
+        if split is None:
+            state = RunState(AgentResult(self.name, question, "qa", None))
+            mark = time.perf_counter()
+            resp = self.model.chat(
+                [Message.system(SPLIT_PROMPT), Message.user(f"Q: {question}")],
+                max_tokens=80,
+                stop=["\n\nQ:", "\nQ:", "\n\n"],
+                temperature=0.0,
+                seed=0,
+            )
+            state.add_usage(resp.usage)
+            state.messages = [Message.user(f"Q: {question}"), Message.assistant(resp.message.content)]
+            state.result.context["timings_s"] = {"split": time.perf_counter() - mark}
+            earlier.append(state.finish())
+            split = parse_split(resp.message.content, question)
+        if split is None:
+            return None
+        first = self._run_once(split.first, task="qa", answer_type="set")  # nodes, one or more
+        earlier.append(first)
+        symbols = _symbols_of(first.answer)
+        if not symbols:
+            return None
+        then = substitute(split.then, symbols)
+        second = self._run_once(then, task="qa", answer_type=answer_type)
+        if second.answer is None:
+            earlier.append(second)
+            return None
+        second.context["steps"] = [
+            {"question": split.first, "answer": first.answer},
+            {"question": then, "answer": second.answer},
+        ]
+        return second
+
+    def _run_once(self, question: str, *, task: Task = "qa", answer_type: str | None = None) -> AgentResult:
+        """One question answered in one go: link, retrieve, generate, check, run, format."""
         start = time.perf_counter()
         state = RunState(AgentResult(self.name, question, task, None))
         timings: dict[str, float] = {}
@@ -356,10 +441,17 @@ class CypherAgent:
         """Check, repair and run ``cypher``; ``(result, None)`` or ``(None, problem for the model)``."""
         schema = self.store.schema()
         split, notes = split_subquery_arithmetic(cypher) if self.config.auto_repair else (cypher, [])
+        if self.config.auto_repair:
+            split, more = merge_union_by_symbol(split)
+            notes += more
+            split, more = repair_symbol_layers(split, self._symbol_labels(split), schema)
+            notes += more
         checked = check_cypher(split, schema)
         ran, notes = checked.query, notes + list(checked.rewrites)
         if self.config.auto_repair:
             ran, more = repair_query(ran, schema)
+            notes += more
+            ran, more = repair_node_operators(ran, schema)
             notes += more
             ran, more = carry_dropped_variables(ran)
             notes += more
@@ -445,6 +537,12 @@ class CypherAgent:
                     continue
                 break
             draft.cypher = self._linked_values(state, draft.cypher, links)
+            if self.config.auto_repair:
+                draft.cypher, notes = center_arguments(draft.cypher)
+                if _measured_from_center(question, links):
+                    draft.cypher, more = detach_measured_container(draft.cypher)
+                    notes += more
+                state.result.context.setdefault("rewrites", []).extend(notes)
             if (
                 attempt > 0
                 and self.config.auto_repair
@@ -456,8 +554,23 @@ class CypherAgent:
                     draft.cypher, ignored, self.store.schema(), self._symbol_classes(ignored)
                 )
                 state.result.context.setdefault("rewrites", []).extend(notes)
+            named = [(link.label, link.key, link.value) for link in unused_links(draft.cypher, links)]
+            if self.config.auto_repair and any(key == ont.SYMBOL_KEY for _, key, _ in named):
+                # a named node matched as its whole class ("the trash can O79" as every trash can)
+                draft.cypher, notes = name_the_named(
+                    draft.cypher, named, self._symbol_classes(named), choice=bool(_CHOICE.search(question))
+                )
+                state.result.context.setdefault("rewrites", []).extend(notes)
             unused = unused_links(draft.cypher, links) if attempt == 0 else []
             told = _normalized(draft.cypher) in set(state.result.context.get("feedback_only", []))
+            if told and self.config.auto_repair and not _REFERS_BACK.search(question):
+                # told it filters on a class the question never names, the model wrote it again: drop it
+                # (unless the question points at something said before: "How many of those rooms ...")
+                classes = [
+                    v[1:-1] for v in self._invented(draft.cypher, links, question) if v.startswith("'")
+                ]
+                draft.cypher, notes = drop_class_filters(draft.cypher, classes)
+                state.result.context.setdefault("rewrites", []).extend(notes)
             # a symbol copied from an example is as wrong in a correction as in the first query
             absent = self._names_absent_value(draft.cypher)
             invented = [] if told or absent else self._invented(draft.cypher, links, question)
@@ -575,6 +688,21 @@ class CypherAgent:
         roles = GraphRoles.from_schema(self.store.schema())
         types = [t for t in (roles.region_link, roles.place_link) if t]
         return stray + [t for t in types if re.search(rf"\[\s*\w*\s*:\s*{t}\b", query)]
+
+    def _symbol_labels(self, query: str) -> dict[str, str]:
+        """The label of each node the query names by symbol (``{'O300': 'Object'}``; looked up once)."""
+        known = self._labels_of_symbols
+        wanted = [s for s in dict.fromkeys(re.findall(r"'([A-Za-z]+\d+)'", query)) if s not in known]
+        if wanted:
+            rows = self.store.query(
+                f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} IN $s RETURN n.{ont.SYMBOL_KEY} AS s, labels(n) AS l",
+                {"s": wanted},
+            ).rows
+            for row in rows:
+                found = _labels(row.get("l"))
+                if len(found) == 1:
+                    known[str(row["s"])] = found[0]
+        return {s: known[s] for s in re.findall(r"'([A-Za-z]+\d+)'", query) if s in known}
 
     def _symbol_classes(self, values: Sequence[tuple[str, str, str]]) -> dict[str, str]:
         """The class of each named node among ``values`` ((label, key, value) triples)."""
@@ -991,6 +1119,11 @@ _SPATIAL = re.compile(
 )
 """Words of a question about distances or positions."""
 
+_ORDERED_DISTANCE = re.compile(  # RETURN point.distance(a.center, b.center) AS d ORDER BY d DESC LIMIT 1
+    r"\bRETURN\s+(?P<d>point\.distance\(\s*(?P<a>\w+)\.center\s*,\s*(?P<b>\w+)\.center\s*\))\s+AS\s+(?P<al>\w+)"
+    r"\s+ORDER\s+BY\s+(?P=al)(?:\s+(?P<dir>DESC|ASC))?\s+LIMIT\s+1\s*;?\s*$",
+    re.I | re.S,
+)
 _EXTREME_DISTANCE = re.compile(
     r"\bRETURN\s+(?P<f>max|min)\s*\(\s*(?P<d>point\.distance\(\s*(?P<a>\w+)\.center\s*,\s*(?P<b>\w+)\.center\s*\))"
     r"\s*\)(?:\s+AS\s+\w+)?(?:\s+ORDER\s+BY\b.*)?\s*;?\s*$",
@@ -1002,7 +1135,7 @@ def extreme_return(query: str, question: str, links: Sequence[Link]) -> str | No
     """``RETURN max(point.distance(a.center, b.center))`` for "Which trash can is the farthest from the
     food?": the node the question asks for (the one whose class the words after "which" name), ordered by
     that distance (``RETURN a.nodeSymbol ORDER BY ... DESC LIMIT 1``); None when that node is unclear."""
-    m = _EXTREME_DISTANCE.search(query)
+    m = _EXTREME_DISTANCE.search(query) or _ORDERED_DISTANCE.search(query)
     which = re.search(r"\bwhich\s+(.+?)(?:\s+(?:is|are|was|lies|stands|sits)\b|[?,]|$)", question, re.I)
     if m is None or which is None:
         return None
@@ -1016,8 +1149,44 @@ def extreme_return(query: str, question: str, links: Sequence[Link]) -> str | No
     ]
     if len(targets) != 1:
         return None
-    order = "DESC" if m.group("f").lower() == "max" else "ASC"
+    extreme = (m.groupdict().get("f") or m.groupdict().get("dir") or "ASC").lower()
+    order = "DESC" if extreme in ("max", "desc") else "ASC"
     return f"{query[: m.start()]}RETURN {targets[0]}.nodeSymbol ORDER BY {m.group('d')} {order} LIMIT 1"
+
+
+_REFERS_BACK = re.compile(r"\b(?:those|these|that|this|them|such)\b", re.I)
+_CENTER_OF = re.compile(r"\b(?:center|centre|middle)\s+of\b", re.I)
+
+
+def _measured_from_center(question: str, links: Sequence[Link]) -> bool:
+    """Whether the question measures from a named node's center ("within 10 m of the center of hallway R5")
+    without also asking for what is inside a named node ("in R5")."""
+    return bool(_CENTER_OF.search(question)) and not any(
+        re.search(rf"\b(?:in|inside)\s+(?:the\s+)?(?:\w+\s+)?{re.escape(link.mention)}\b", question, re.I)
+        for link in links
+    )
+
+
+def _symbols_of(answer: str | None) -> list[str]:
+    """The node symbols an answer consists of (``O3``, ``<R3, R5>``); empty when it holds anything else."""
+    if not answer:
+        return []
+    items = [i.strip() for i in answer.strip().strip("<>[]").split(",") if i.strip()]
+    return items if items and all(is_symbol(i) for i in items) else []
+
+
+def _absorb(result: AgentResult, earlier: AgentResult) -> None:
+    """Count what ``earlier`` (a split call or a step that came before) spent into ``result``."""
+    result.usage = earlier.usage + result.usage
+    result.llm_calls += earlier.llm_calls
+    result.tools = earlier.tools + result.tools
+    result.transcript = earlier.transcript + result.transcript
+    timings = result.context.setdefault("timings_s", {})
+    for key, value in earlier.context.get("timings_s", {}).items():
+        timings[key] = timings.get(key, 0.0) + value
+    for key in ("rewrites", "links", "examples"):
+        if earlier.context.get(key):
+            result.context[key] = list(earlier.context[key]) + list(result.context.get(key, []))
 
 
 def _normalized(query: str) -> str:

@@ -135,7 +135,9 @@ def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
             continue
         left, right = bool(m.group("left")), bool(m.group("right"))
         layer = _link_layer(schema, rtype)
-        via = _link_through_container(schema, layer, a, b, m.group("rel")) if layer else None
+        held_var = m.group("bv") if a == layer else m.group("av")
+        holder = _bound_holder(query, held_var, layer) if layer and held_var else None
+        via = _link_through_container(schema, layer, a, b, m.group("rel"), holder) if layer else None
         if via is not None:
             # (:MeshPlace)-[:MESH_PLACE_CONNECTED]-(:Object): the object's place is the neighbour
             edits.append((m.start("rel"), m.end("rel"), via))
@@ -234,10 +236,15 @@ def _link_layer(schema: GraphSchema, rtype: str) -> str | None:
     return next(iter(layers)) if len(layers) == 1 else None
 
 
-def _link_through_container(schema: GraphSchema, layer: str, a: str, b: str, rel: str) -> str | None:
+def _link_through_container(
+    schema: GraphSchema, layer: str, a: str, b: str, rel: str, holder: str | None = None
+) -> str | None:
     """``(q:MeshPlace)-[:MESH_PLACE_CONNECTED*..5]-(o:Object)``, a link of ``layer`` written straight to a
     node the layer holds: the relationship text with the container put between
-    (``-[:MESH_PLACE_CONNECTED*..5]-(:MeshPlace)-[:CONTAINS]->``); None where it does not apply."""
+    (``-[:MESH_PLACE_CONNECTED*..5]-(:MeshPlace)-[:CONTAINS]->``); None where it does not apply. Where the
+    query already binds the held node's container (``holder``: ``(p:MeshPlace)-[:CONTAINS]->(o)``), the link
+    starts from it in a pattern of its own (a second CONTAINS edge into ``o`` would have to be another edge:
+    a node on one place would match nothing)."""
     if (a == layer) == (b == layer):
         return None
     held = b if a == layer else a
@@ -245,9 +252,24 @@ def _link_through_container(schema: GraphSchema, layer: str, a: str, b: str, rel
         return None
     link = rel.strip().lstrip("<").rstrip(">").strip()
     link = "-" + link.strip("-").strip() + "-"
+    if holder is not None:
+        return f"{link}({holder}), " if a == layer else f", ({holder}){link}"
     if a == layer:
         return f"{link}(:{layer})-[:{ont.CONTAINS}]->"
     return f"<-[:{ont.CONTAINS}]-(:{layer}){link}"
+
+
+def _bound_holder(query: str, var: str, layer: str) -> str | None:
+    """The variable of the ``layer`` node the query joins to ``var`` by one CONTAINS hop, if any."""
+    v = re.escape(var)
+    for pattern in (
+        rf"\((?P<h>[A-Za-z_]\w*)\s*:\s*{layer}\b[^()]*\)\s*-\[\s*:\s*{ont.CONTAINS}\s*\]->\s*\({v}\b",
+        rf"\({v}\b[^()]*\)\s*<-\[\s*:\s*{ont.CONTAINS}\s*\]-\s*\((?P<h>[A-Za-z_]\w*)\s*:\s*{layer}\b",
+    ):
+        m = re.search(pattern, query)
+        if m is not None:
+            return m.group("h")
+    return None
 
 
 def _named(hop: str) -> bool:

@@ -717,7 +717,16 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
             f"Which is farther from {o1}: the {cs} or {o3}?",
             f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b.class = '{cs}' OR b.nodeSymbol = '{o3}' "
             "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) DESC LIMIT 1",
-        )
+        ),
+        (
+            f"Is {o1} closer to the {cs} or to {o3}?",
+            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b.class = '{cs}' OR b.nodeSymbol = '{o3}' "
+            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) ASC LIMIT 1",
+        ),
+        (
+            f"Which one is higher up, {o1} or {o3}?",
+            f"MATCH (o:{OB}) WHERE o.nodeSymbol IN ['{o1}', '{o3}'] RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1",
+        ),
     ]
     if not R:
         return ex
@@ -728,6 +737,15 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
             f"How many {_plural(c2)} are in the {rl} with the most {_plural(c1)}?",
             f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) WITH r, count(DISTINCT o) AS n "
             f"ORDER BY n DESC LIMIT 1 MATCH (r)-[:CONTAINS*]->(x:{OB} {{class: '{c2}'}}) RETURN count(DISTINCT x)",
+        ),
+        (  # several named regions at once (a first step's answer, "R2 and R5"): one count over all
+            f"How many {_plural(c1)} are in {r1} and {r2}?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] "
+            "RETURN count(DISTINCT o)",
+        ),
+        (
+            f"What kinds of {OB.lower()}s are in {r1} and {r2}?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] RETURN DISTINCT o.class",
         ),
         (
             f"How many {OB.lower()}s are in the {rl} where the {cs} is?",

@@ -37,6 +37,7 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "armchair": ("seating", "chair"),
     "seat": ("seating", "chair"),
     "ottoman": ("seating",),
+    "to sit": ("seating", "chair"),  # "places to sit", "somewhere to sit"
     # storage
     "cabinet": ("storage", "cabinet"),
     "shelf": ("storage", "shelf", "bookshelf"),

@@ -34,6 +34,8 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
     if not schema.node_counts:
         return query, []
     query, notes = alternatives_in_map(query)
+    query, more = center_arguments(query)
+    notes += more
     toks = tokenize(query)
     edits: list[tuple[int, int, str]] = []
     labels = set(schema.node_counts)
@@ -124,7 +126,13 @@ def repair_mentions(
             continue
         node = next((m for m in nodes if m.start() < tok.start < m.end()), None)
         node_label = node.group("l") if node is not None else None
-        if key_tok.text in (ont.SYMBOL_KEY, ont.CLASS_KEY, "name") and node_label in (None, label):
+        known = (
+            {k for props in schema.node_properties.values() for k in props} if schema is not None else set()
+        )
+        named_by = key_tok.text in (ont.SYMBOL_KEY, ont.CLASS_KEY, "name") or (
+            node is not None and bool(known) and key_tok.text not in known  # (:Object {classSymbol: 'bin'})
+        )
+        if named_by and node_label in (None, label):
             edits.append((key_tok.start, key_tok.end, key))
             edits.append((tok.start, tok.end, _quote(value)))
             notes.append(f"'{literal}' is {label} {key} '{value}' in this graph: matched {key} = '{value}'")
@@ -165,6 +173,9 @@ def fill_ignored_values(
     edits: list[tuple[int, int, str]] = []
     notes: list[str] = []
     prefix: list[str] = []
+    named, notes = name_the_named(query, ignored, classes or {})
+    if notes:
+        return named, notes
     nodes = list(_NODE_PATTERN.finditer(query))
     for label, key, value in ignored:
         same = [m for m in nodes if m.group("l") == label]
@@ -174,14 +185,6 @@ def fill_ignored_values(
             if not re.search(rf"\b({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\s*:", m.group("props") or "")
             and not re.search(rf"\b{m.group('v')}\.({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\b", query)
         ]
-        kind = (classes or {}).get(value) if key == ont.SYMBOL_KEY else None
-        props = (same[0].group("props") or "") if len(same) == 1 else ""
-        if kind and re.fullmatch(rf"\s*{ont.CLASS_KEY}\s*:\s*'{re.escape(kind)}'\s*", props):
-            # "the trash can O79" matched as every trash can: the question's one node instead
-            m = same[0]
-            edits.append((m.start(), m.end(), f"({m.group('v')}:{label} {{{key}: {_quote(value)}}})"))
-            notes.append(f"the question names {value}, one {kind}: matched it instead of every {kind}")
-            continue
         if len(same) == 1 and len(free) == 1:
             m = free[0]
             props = (m.group("props") or "").strip()
@@ -212,6 +215,66 @@ def fill_ignored_values(
 _CLAUSE_START = re.compile(
     r"\b(MATCH|OPTIONAL\s+MATCH|WHERE|RETURN|WITH|UNWIND|ORDER\s+BY|LIMIT|SKIP|CALL)\b", re.I
 )
+
+
+def name_the_named(
+    query: str, ignored: list[tuple[str, str, str]], classes: dict[str, str], *, choice: bool = False
+) -> tuple[str, list[str]]:
+    """Named nodes the query matches as their whole class: "the trash can O79" written ``{class: 'trash'}``
+    becomes ``{nodeSymbol: 'O79'}``; "Which decoration is higher, O287 or O18?" written over every decor
+    becomes ``o.nodeSymbol IN ['O287', 'O18']``. With ``choice`` (the question asks which of two), a node
+    pinned to one candidate while the other is ignored is matched as either ("farther: the bike or O300?"
+    written for the bike only). ``ignored``: (label, key, value) the query leaves out; ``classes``: symbol ->
+    class. ``(query, notes)``; unchanged where the node to change is not clear."""
+    nodes = list(_NODE_PATTERN.finditer(query))
+    symbols = [
+        (label, value) for (label, key, value) in ignored if key == ont.SYMBOL_KEY and value in classes
+    ]
+    for label in dict.fromkeys(lab for lab, _ in symbols):
+        named = [v for lab, v in symbols if lab == label]
+        kinds = {classes[v] for v in named}
+        if len(kinds) != 1:
+            continue
+        (kind,) = kinds
+        whole = [
+            m
+            for m in nodes
+            if m.group("l") == label
+            and re.fullmatch(rf"\s*{ont.CLASS_KEY}\s*:\s*'{re.escape(kind)}'\s*", m.group("props") or "")
+        ]
+        if len(whole) != 1:
+            continue
+        m, var = whole[0], whole[0].group("v")
+        if len(named) == 1:
+            node = f"({var}:{label} {{{ont.SYMBOL_KEY}: {_quote(named[0])}}})"
+            return query[: m.start()] + node + query[m.end() :], [
+                f"the question names {named[0]}, one {kind}: matched it instead of every {kind}"
+            ]
+        listed = ", ".join(_quote(v) for v in named)
+        fixed = _node_with_condition(
+            query, m.start(), m.end(), f"({var}:{label})", f"{var}.{ont.SYMBOL_KEY} IN [{listed}]"
+        )
+        return fixed, [
+            f"the question names {listed}, {len(named)} {kind}s: matched those instead of every {kind}"
+        ]
+    if choice and len(symbols) == 1:
+        label, other = symbols[0]
+        pinned = [m for m in nodes if m.group("l") == label and _SYMBOL_PROP.search(m.group("props") or "")]
+        returned = [
+            m
+            for m in pinned
+            if re.search(rf"\bRETURN\b(?:(?!\bORDER\b|\bLIMIT\b).)*\b{m.group('v')}\.", query, re.I | re.S)
+        ]
+        if len(pinned) >= 2 and len(returned) == 1:
+            m = returned[0]  # the candidate is returned, its reference is not: (a {O10}), (b {O43})
+            first = _SYMBOL_PROP.search(m.group("props") or "")
+            assert first is not None
+            var, listed = m.group("v"), f"{_quote(first.group(1))}, {_quote(other)}"
+            fixed = _node_with_condition(
+                query, m.start(), m.end(), f"({var}:{label})", f"{var}.{ont.SYMBOL_KEY} IN [{listed}]"
+            )
+            return fixed, [f"the question asks which of {first.group(1)} and {other}: matched both"]
+    return query, []
 
 
 def carry_dropped_variables(query: str) -> tuple[str, list[str]]:
@@ -286,6 +349,22 @@ _OR_MAP = re.compile(
 )
 
 
+_CENTER_ARGUMENT = re.compile(
+    r"(?P<lead>point\.distance\(\s*|,\s*)\((?P<v>[A-Za-z_]\w*)\.center\b[^()]*\)(?=\s*[,)])", re.I
+)
+
+
+def center_arguments(query: str) -> tuple[str, list[str]]:
+    """A point built by hand from a node's center inside ``point.distance``: ``(r.center.x, r.center.y, 0)``
+    or ``(r.center {x: 0.5, ...})`` is ``r.center``. ``(query, notes)``."""
+    if "point.distance" not in query.lower():
+        return query, []
+    fixed, n = _CENTER_ARGUMENT.subn(lambda m: f"{m.group('lead')}{m.group('v')}.center", query)
+    return (
+        (fixed, [f"a point made from a node's center is that center: used it ({n}x)"]) if n else (query, [])
+    )
+
+
 def alternatives_in_map(query: str) -> tuple[str, list[str]]:
     """``(o:Object {class: 'pet' OR class: 'animal'})`` (not Cypher: a map holds one value per key) becomes
     ``(o:Object)`` with ``o.class IN ['pet', 'animal']`` in its MATCH's WHERE. ``(query, notes)``."""
@@ -294,17 +373,232 @@ def alternatives_in_map(query: str) -> tuple[str, list[str]]:
         return query, []
     values = [m.group("a"), *re.findall(r"'[^']*'", m.group("more"))]
     condition = f"{m.group('v')}.{m.group('k')} IN [{', '.join(values)}]"
-    rest = query[m.end() :]
+    fixed = _node_with_condition(query, m.start(), m.end(), f"({m.group('v')}:{m.group('l')})", condition)
+    note = f"a property map holds one value per key: matched {condition} instead"
+    fixed, more = alternatives_in_map(fixed)
+    return fixed.strip(), [note, *more]
+
+
+def _node_with_condition(query: str, start: int, end: int, node: str, condition: str) -> str:
+    """``query`` with the node pattern at ``start:end`` replaced by ``node`` and ``condition`` added to the
+    WHERE of its clause (a WHERE is made where there is none)."""
+    rest = query[end:]
     clause = _CLAUSE_START.search(rest)
     if clause is not None and clause.group(1).upper() == "WHERE":
         rest = rest[: clause.end()] + f" {condition} AND" + rest[clause.end() :]
     else:
         at = clause.start() if clause is not None else len(rest)
         rest = rest[:at].rstrip() + f" WHERE {condition} " + rest[at:]
-    fixed = query[: m.start()] + f"({m.group('v')}:{m.group('l')})" + rest
-    note = f"a property map holds one value per key: matched {condition} instead"
-    fixed, more = alternatives_in_map(fixed)
-    return fixed.strip(), [note, *more]
+    return (query[:start] + node + rest).strip()
+
+
+_WHERE_SYMBOL = re.compile(r"\b(?P<v>[A-Za-z_]\w*)\.nodeSymbol\s*=\s*'(?P<s>[^']*)'")
+_NODE_CONTAINS = re.compile(r"\b(?P<a>[A-Za-z_]\w*)\s+CONTAINS\s+(?P<b>[A-Za-z_]\w*)\b(?!\s*[.(])")
+_SYMBOL_ORDER = re.compile(
+    r"(?P<all>(?:\bAND\s+)?\b(?P<a>[A-Za-z_]\w*)\.nodeSymbol\s*[<>]=?\s*(?P<b>[A-Za-z_]\w*)\.nodeSymbol\b"
+    r"(?:\s+AND\b)?)",
+    re.I,
+)
+
+
+def _hop(schema: GraphSchema, upper: str, lower: str) -> str | None:
+    """The CONTAINS hop from ``upper`` down to ``lower`` nodes (``-[:CONTAINS]->`` when direct, else
+    ``-[:CONTAINS*]->``), or None when ``upper`` does not hold ``lower``."""
+    if (upper, ont.CONTAINS, lower) in schema.patterns:
+        return f"-[:{ont.CONTAINS}]->"
+    return f"-[:{ont.CONTAINS}*]->" if _holds(schema, upper, lower) else None
+
+
+def repair_symbol_layers(
+    query: str, symbol_labels: dict[str, str], schema: GraphSchema
+) -> tuple[str, list[str]]:
+    """A node of one layer pinned to the symbol of another: ``(p:MeshPlace {nodeSymbol: 'O300'})`` or
+    ``WHERE p.nodeSymbol = 'O300'`` means the place that holds O300 ("the place under O300"), and
+    ``(o:Object {nodeSymbol: 'R5'})`` the objects R5 holds. The pin becomes that containment.
+    ``symbol_labels``: symbol -> the label of its node. ``(query, notes)``; unchanged when no rule fires."""
+    labels = {m.group("v"): m.group("l") for m in _NODE_PATTERN.finditer(query)}
+
+    def mislabelled(var: str, label: str) -> bool:
+        """Whether ``var`` sits under a CONTAINS from a layer that cannot hold ``label`` (``(o:Object)
+        -[:CONTAINS*]->(b:Room {nodeSymbol: 'O275'})``): its label is wrong, not its symbol."""
+        parent = re.search(
+            rf"\(\s*\w*\s*:\s*(?P<pl>\w+)[^()]*\)\s*-\[[^\]]*{ont.CONTAINS}[^\]]*\]->\s*\(\s*{re.escape(var)}\b",
+            query,
+        )
+        return parent is not None and not _holds(schema, parent.group("pl"), label)
+
+    def containment(var: str, label: str, symbol: str) -> str | None:
+        actual = symbol_labels.get(symbol)
+        if actual is None or actual == label or label not in schema.node_counts:
+            return None
+        pin = f"(:{actual} {{{ont.SYMBOL_KEY}: {_quote(symbol)}}})"
+        down = _hop(schema, label, actual)
+        if down is not None:
+            return f"({var}){down}{pin}"
+        up = _hop(schema, actual, label)
+        return f"{pin}{up}({var})" if up is not None else None
+
+    edits: list[tuple[int, int, str]] = []
+    prefix: list[str] = []
+    notes: list[str] = []
+    for m in _NODE_PATTERN.finditer(query):
+        props = m.group("props") or ""
+        pinned = _SYMBOL_PROP.search(props)
+        if pinned is None:
+            continue
+        var, label, symbol = m.group("v"), m.group("l"), pinned.group(1)
+        actual = symbol_labels.get(symbol)
+        if actual is not None and actual != label and mislabelled(var, label):
+            edits.append((m.start("l"), m.end("l"), actual))
+            notes.append(f"{symbol} is a {actual}: matched ({var}:{actual}), not ({var}:{label})")
+            continue
+        pattern = containment(var, label, symbol)
+        if pattern is None:
+            continue
+        rest = re.sub(r"^\s*,\s*|\s*,\s*$", "", props[: pinned.start()] + props[pinned.end() :]).strip()
+        edits.append((m.start(), m.end(), f"({var}:{label}" + (f" {{{rest}}})" if rest else ")")))
+        prefix.append(f"MATCH {pattern} ")
+        notes.append(
+            f"{symbol} is a {symbol_labels[symbol]}, not a {label}: matched the {label} by containment"
+        )
+    for m in _WHERE_SYMBOL.finditer(query):
+        var, symbol = m.group("v"), m.group("s")
+        pattern = containment(var, labels[var], symbol) if var in labels else None
+        if pattern is None:
+            continue
+        edits.append((m.start(), m.end(), pattern))
+        notes.append(
+            f"{symbol} is a {symbol_labels[symbol]}, not a {labels[var]}: matched the {labels[var]} by containment"
+        )
+    if not edits:
+        return query, []
+    return "".join(prefix) + apply_edits(query, edits), list(dict.fromkeys(notes))
+
+
+def repair_node_operators(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
+    """Relations written with string operators between nodes: ``p5 CONTAINS p4`` (two nodes of one layer:
+    they are linked by the layer's *_CONNECTED edge; of two layers: the upper holds the lower), and a
+    symbol-order filter ``a.nodeSymbol < b.nodeSymbol`` where a node is pinned to a symbol (copied to count
+    each pair once, it drops the named node's neighbours that sort before it). ``(query, notes)``."""
+    labels = {m.group("v"): m.group("l") for m in _NODE_PATTERN.finditer(query)}
+    pinned = {
+        m.group("v") for m in _NODE_PATTERN.finditer(query) if _SYMBOL_PROP.search(m.group("props") or "")
+    }
+    pinned |= {m.group("v") for m in _WHERE_SYMBOL.finditer(query)}
+    links = {
+        src: rtype for (src, rtype, dst) in schema.patterns if src == dst and rtype.endswith("_CONNECTED")
+    }
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    for m in _NODE_CONTAINS.finditer(query):
+        a, b = m.group("a"), m.group("b")
+        la, lb = labels.get(a), labels.get(b)
+        if la is None or lb is None:
+            continue
+        if la == lb and la in links:
+            edits.append((m.start(), m.end(), f"({a})-[:{links[la]}]-({b})"))
+            notes.append(f"CONTAINS compares strings: {a} and {b} are matched as linked by {links[la]}")
+        elif (hop := _hop(schema, la, lb)) is not None:
+            edits.append((m.start(), m.end(), f"({a}){hop}({b})"))
+            notes.append(f"CONTAINS compares strings: {b} is matched inside {a}")
+    for m in _SYMBOL_ORDER.finditer(query):
+        if m.group("a") in pinned or m.group("b") in pinned:
+            whole = m.group("all")
+            keep = "AND" if whole.upper().startswith("AND") and whole.upper().endswith("AND") else ""
+            edits.append((m.start(), m.end(), f" {keep} " if keep else " "))
+            notes.append("a named node is no pair to count once: dropped the symbol-order filter")
+    if not edits:
+        return query, []
+    fixed = re.sub(
+        r"\bWHERE\s+(?=RETURN|WITH|ORDER|MATCH|OPTIONAL|$)", "", apply_edits(query, edits), flags=re.I
+    )
+    return re.sub(r"\s{2,}", " ", fixed).strip(), list(dict.fromkeys(notes))
+
+
+_CONTAINS_PAIR = re.compile(
+    r"(?P<a>\(\s*(?P<av>[A-Za-z_]\w*)\s*:\s*\w+\s*(?:\{[^{}]*\})?\s*\))\s*-\[\s*:\s*CONTAINS\s*\*?[\d.]*\s*\]->\s*"
+    r"(?P<b>\(\s*(?P<bv>[A-Za-z_]\w*)\s*:\s*\w+\s*(?:\{[^{}]*\})?\s*\))"
+)
+
+
+def detach_measured_container(query: str) -> tuple[str, list[str]]:
+    """``(r:Room {...})-[:CONTAINS*]->(o:Object {...})`` in a query that measures ``o`` from ``r``'s center
+    becomes ``(r:Room {...}), (o:Object {...})``: "the chairs within 10 m of the middle of hallway R5" are
+    not only R5's chairs. The caller decides when the question means that (it says "center of" and never
+    "in R5"). ``(query, notes)``."""
+    for m in _CONTAINS_PAIR.finditer(query):
+        a, b = m.group("av"), m.group("bv")
+        measured = re.search(
+            rf"point\.distance\(\s*(?:{a}\.center\s*,\s*{b}\.center|{b}\.center\s*,\s*{a}\.center)\s*\)",
+            query,
+        )
+        if measured is None:
+            continue
+        fixed = query[: m.start()] + f"{m.group('a')}, {m.group('b')}" + query[m.end() :]
+        return fixed, [
+            f"{b} is measured from the center of {a}, not looked for inside it: matched them apart"
+        ]
+    return query, []
+
+
+_UNION = re.compile(r"\s+UNION(?:\s+ALL)?\s+", re.I)
+
+
+def merge_union_by_symbol(query: str) -> tuple[str, list[str]]:
+    """One query per named node, joined by UNION (``... {nodeSymbol: 'R5'} ... RETURN count(o) UNION ...
+    {nodeSymbol: 'R2'} ...``): a count or list over several named nodes is one query over all of them
+    (``WHERE r.nodeSymbol IN ['R5', 'R2']``); a union of per-node counts would answer with one of them.
+    ``(query, notes)``; unchanged unless the parts differ in that one symbol only."""
+    parts = _UNION.split(query.strip())
+    if len(parts) < 2:
+        return query, []
+    symbols, shapes = [], set()
+    for part in parts:
+        found = _SYMBOL_PROP.findall(part)
+        if len(found) != 1:
+            return query, []
+        symbols.append(found[0])
+        shapes.add(_SYMBOL_PROP.sub("nodeSymbol: ?", part).strip())
+    if len(shapes) != 1:
+        return query, []
+    node = next(
+        (m for m in _NODE_PATTERN.finditer(parts[0]) if _SYMBOL_PROP.search(m.group("props") or "")), None
+    )
+    if node is None:
+        return query, []
+    var = node.group("v")
+    listed = ", ".join(_quote(s) for s in dict.fromkeys(symbols))
+    fixed = _node_with_condition(
+        parts[0], node.start(), node.end(), _without_symbol(node), f"{var}.{ont.SYMBOL_KEY} IN [{listed}]"
+    )
+    return fixed, [f"one query per named node joined by UNION: asked once for {var} in [{listed}]"]
+
+
+def drop_class_filters(query: str, values: list[str]) -> tuple[str, list[str]]:
+    """``query`` without its filters on the class ``values`` (``{class: 'seating'}`` in a node's map,
+    ``x.class = 'seating'`` in WHERE): a filter the question never asked for that the model kept writing
+    after being told. ``(query, notes)``."""
+    fixed = query
+    for value in values:
+        v = re.escape(_quote(value))
+        fixed = re.sub(rf"\s*,\s*{ont.CLASS_KEY}\s*:\s*{v}|{ont.CLASS_KEY}\s*:\s*{v}\s*,?\s*", "", fixed)
+        fixed = re.sub(
+            rf"\s+AND\s+\w+\.{ont.CLASS_KEY}\s*=\s*{v}|\w+\.{ont.CLASS_KEY}\s*=\s*{v}\s+AND\s+", " ", fixed
+        )
+        fixed = re.sub(rf"\bWHERE\s+\w+\.{ont.CLASS_KEY}\s*=\s*{v}\s*", "", fixed)
+    fixed = re.sub(r"\s*\{\s*\}", "", fixed)
+    if fixed == query:
+        return query, []
+    return fixed, [
+        f"dropped the filter on {', '.join(repr(v) for v in values)}: the question never asks for it"
+    ]
+
+
+def _without_symbol(node: re.Match[str]) -> str:
+    """A matched node pattern with its ``nodeSymbol`` entry taken out of the property map."""
+    rest = re.sub(r"^\s*,\s*|\s*,\s*$", "", _SYMBOL_PROP.sub("", node.group("props") or "")).strip()
+    rest = re.sub(r",\s*,", ",", rest)
+    return f"({node.group('v')}:{node.group('l')}" + (f" {{{rest}}})" if rest else ")")
 
 
 def _inside(label: str, symbol: str, var: str) -> str:
