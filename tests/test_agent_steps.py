@@ -11,7 +11,7 @@ import pytest
 from conftest import scripted_agent
 from scenerag import SceneGraph
 from scenerag.agents.answer_format import format_rows
-from scenerag.agents.cypher_agent import extreme_return
+from scenerag.agents.cypher_agent import choice_return, extreme_return
 from scenerag.agents.decompose import Split, needs_split, parse_split, split_by_form, substitute
 from scenerag.agents.linking import EntityLinker, Link
 from scenerag.agents.query_repair import (
@@ -335,3 +335,38 @@ def test_which_node_for_a_distance_returned_ordered() -> None:
         "MATCH (a:Object {class: 'trash'}), (b:Object {class: 'food'}) "
         "RETURN a.nodeSymbol ORDER BY point.distance(a.center, b.center) DESC LIMIT 1"
     )
+
+
+def test_two_distances_returned_for_which_of_two(store: CypherStore) -> None:
+    written = (
+        "MATCH (a:Object {class: 'bag'}), (b:Object {class: 'bed'}), (c:Object {nodeSymbol: 'O237'}) "
+        "RETURN min(point.distance(a.center, b.center)), min(point.distance(a.center, c.center))"
+    )
+    closer = choice_return(written, "Is the bag closer to the bed or to the light O237?")
+    farther = choice_return(written, "Is the bag farther from the bed or from the light O237?")
+    assert closer is not None and farther is not None
+    d = store.query(
+        "MATCH (a:Object {class: 'bag'}), (b:Object {class: 'bed'}), (c:Object {nodeSymbol: 'O237'}) "
+        "RETURN b.nodeSymbol AS b, point.distance(a.center, b.center) AS db, point.distance(a.center, c.center) AS dc"
+    ).rows[0]
+    near, far = (d["b"], "O237") if d["db"] < d["dc"] else ("O237", d["b"])
+    assert _one(store, closer) == near and _one(store, farther) == far
+    assert choice_return(written, "How far is the bag from the bed and from O237?") is None
+    # a UNION whose parts share the last RETURN
+    fixed, notes = merge_union_by_symbol(
+        "MATCH (r:Room {nodeSymbol: 'R3'})-[:CONTAINS*]->(o:Object) UNION "
+        "MATCH (r:Room {nodeSymbol: 'R4'})-[:CONTAINS*]->(o:Object) RETURN count(DISTINCT o)"
+    )
+    assert notes and fixed.endswith("WHERE r.nodeSymbol IN ['R3', 'R4'] RETURN count(DISTINCT o)")
+
+
+def test_a_class_copied_onto_the_asked_node_is_dropped_without_asking_again(store: CypherStore) -> None:
+    from scenerag.agents.examples import CypherExample, ExampleLibrary
+
+    copied = "MATCH (o:Object {class: 'seating'}) RETURN o.nodeSymbol ORDER BY o.center.z ASC LIMIT 1"
+    agent, model = scripted_agent(store, [copied])
+    agent._library = ExampleLibrary([CypherExample("Which seating object is the lowest?", copied)])
+    result = agent.run("Which object sits lowest, with the smallest z?", answer_type="string")
+    want = _one(store, "MATCH (o:Object) RETURN o.nodeSymbol ORDER BY o.center.z ASC LIMIT 1")
+    assert result.answer == want and len(model.calls) == 1
+    assert any("dropped the filter on 'seating'" in note for note in result.context["rewrites"])

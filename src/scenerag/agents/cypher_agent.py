@@ -592,6 +592,19 @@ class CypherAgent:
                     f"{'it' if len(invented) == 1 else 'them'}."
                 )
             copied = [e for e in examples if _holds_any(e.cypher or "", invented)]
+            classes = [v[1:-1] for v in invented if v.startswith("'")]
+            if (
+                copied
+                and self.config.auto_repair
+                and not unused
+                and len(classes) == len(invented)
+                and all(_filters_returned(draft.cypher, c) for c in classes)
+            ):
+                # a class copied from an example onto the very node the question asks about ("Which object
+                # sits lowest?" written for seating only): without it the query is the question's
+                draft.cypher, notes = drop_class_filters(draft.cypher, classes)
+                state.result.context.setdefault("rewrites", []).extend(notes)
+                copied, feedback, invented = [], [], []
             stray = (
                 []
                 if absent or "stray_links" in state.result.context
@@ -654,7 +667,11 @@ class CypherAgent:
             mismatch = shape_mismatch(result, answer_type, question)
             if mismatch:
                 # "which sign is highest" returned o.center: run it again returning o.nodeSymbol
-                fixed = symbol_return(draft.cypher) or extreme_return(draft.cypher, question, links)
+                fixed = (
+                    symbol_return(draft.cypher)
+                    or extreme_return(draft.cypher, question, links)
+                    or choice_return(draft.cypher, question)
+                )
                 if fixed is not None:
                     again, _ = self._execute(state, fixed)
                     if again is not None and again.rows and not shape_mismatch(again, answer_type, question):
@@ -1058,7 +1075,7 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
         and not re.search(r"\b(where|position|location|coordinates?)\b", question, re.I)
     ):
         return "It returned positions, but the question asks which node: return n.nodeSymbol (ordered if needed)."
-    if answer_type in ("set", "list", "string") and numeric and asks_which:
+    if answer_type in ("set", "list", "string") and numeric and (asks_which or _CHOICE.search(question)):
         return (
             f"It returned only numbers ({result.columns[0]} = {cells[0]}), but the question asks which node or "
             "thing: return n.nodeSymbol (ordered by that number if needed), not the number."
@@ -1152,6 +1169,53 @@ def extreme_return(query: str, question: str, links: Sequence[Link]) -> str | No
     extreme = (m.groupdict().get("f") or m.groupdict().get("dir") or "ASC").lower()
     order = "DESC" if extreme in ("max", "desc") else "ASC"
     return f"{query[: m.start()]}RETURN {targets[0]}.nodeSymbol ORDER BY {m.group('d')} {order} LIMIT 1"
+
+
+_DISTANCE_TERM = (
+    r"(?:(?:min|max)\s*\(\s*)?point\.distance\(\s*(?P<{0}>\w+)\.center\s*,\s*(?P<{1}>\w+)\.center\s*\)\s*\)?"
+    r"(?:\s+AS\s+\w+)?"
+)
+_TWO_DISTANCES = re.compile(
+    r"\bRETURN\s+" + _DISTANCE_TERM.format("a1", "b1") + r"\s*,\s*" + _DISTANCE_TERM.format("a2", "b2"), re.I
+)
+
+
+def choice_return(query: str, question: str) -> str | None:
+    """Two distances returned for "Is the bag closer to the bed or to O237?" (``RETURN point.distance(a, b),
+    point.distance(a, c)``): the closer (or, for "farther", the farther) of the two, by symbol; None for
+    other queries and questions."""
+    m = _TWO_DISTANCES.search(query)
+    if m is None or not _CHOICE.search(question):
+        return None
+    first, second = {m.group("a1"), m.group("b1")}, {m.group("a2"), m.group("b2")}
+    shared = first & second
+    if len(shared) != 1 or len(first) != 2 or len(second) != 2:
+        return None
+    if re.search(r"\b(?:farther|further|more\s+distant)\b", question, re.I):
+        wins = ">"
+    elif re.search(r"\b(?:closer|nearer)\b", question, re.I):
+        wins = "<"
+    else:
+        return None
+    (ref,) = shared
+    (x,), (y,) = first - shared, second - shared
+    d1, d2 = (f"point.distance({ref}.center, {v}.center)" for v in (x, y))
+    return (
+        f"{query[: m.start()]}RETURN CASE WHEN {d1} {wins} {d2} THEN {x}.nodeSymbol ELSE {y}.nodeSymbol END "
+        "AS choice"
+    )
+
+
+def _filters_returned(query: str, value: str) -> bool:
+    """Whether ``query`` filters on class ``value`` a node its RETURN clause returns or counts."""
+    ret = re.search(r"\bRETURN\b((?:(?!\bORDER\b|\bLIMIT\b).)*)", query, re.I | re.S)
+    if ret is None:
+        return False
+    quoted = re.escape(value)
+    holders = {
+        m.group(1) for m in re.finditer(rf"\(\s*(\w+)\s*:\s*\w+\s*\{{[^}}]*\bclass\s*:\s*'{quoted}'", query)
+    } | {m.group(1) for m in re.finditer(rf"\b(\w+)\.class\s*=\s*'{quoted}'", query)}
+    return bool(holders) and all(re.search(rf"\b{h}\b", ret.group(1)) for h in holders)
 
 
 _REFERS_BACK = re.compile(r"\b(?:those|these|that|this|them|such)\b", re.I)

@@ -552,6 +552,11 @@ def merge_union_by_symbol(query: str) -> tuple[str, list[str]]:
     parts = _UNION.split(query.strip())
     if len(parts) < 2:
         return query, []
+    tail = re.search(r"\bRETURN\b.*$", parts[-1], re.I | re.S)
+    if (
+        tail is not None
+    ):  # "MATCH ... UNION MATCH ... RETURN count(o)": the last RETURN is meant for every part
+        parts = [p if re.search(r"\bRETURN\b", p, re.I) else f"{p.rstrip()} {tail.group(0)}" for p in parts]
     symbols, shapes = [], set()
     for part in parts:
         found = _SYMBOL_PROP.findall(part)
