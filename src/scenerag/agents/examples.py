@@ -1153,9 +1153,11 @@ class ExampleLibrary:
         embedder: Embedder | None = None,
         user_files: Sequence[str | Path] = (),
         linker: Any = None,
+        generated: Sequence[CypherExample] | None = None,
     ) -> ExampleLibrary:
-        """Template examples of ``store``'s graph plus the examples of ``user_files`` (YAML)."""
-        examples = generate_examples(store.schema(), store)
+        """Template examples of ``store``'s graph plus the examples of ``user_files`` (YAML); ``generated``:
+        the template examples made earlier (:func:`generate_examples`, e.g. while a model loads)."""
+        examples = list(generated) if generated is not None else generate_examples(store.schema(), store)
         for path in user_files:
             examples += load_examples(path)
         if linker is not None:
