@@ -260,19 +260,17 @@ def _agent(db: str, llm: str | None, mode: str, schema: bool, max_tool_calls: in
         loading = pool.submit(load)
         try:
             store = _open(db, create=False)
-            # what needs only the store (the linker's vocabulary, the generated examples) is made while the
-            # model still loads (~0.6 s saved per ``ask``)
-            linker = EntityLinker(store)
-            linker.vocabulary()
-            generated = generate_examples(store.schema(), store)
         except BaseException:
             if not loading.cancel():
                 with contextlib.suppress(Exception):
                     loading.result()  # let the worker finish before the error leaves
-            if "store" in locals():
-                store.close()
             raise
         try:
+            # what needs only the store (the linker's vocabulary, the generated examples) is made while the
+            # model still loads (~0.6 s saved per ``ask``); leaving the pool waits for the worker on errors
+            linker = EntityLinker(store)
+            linker.vocabulary()
+            generated = generate_examples(store.schema(), store)
             model, embedder = loading.result()
         except BaseException:
             store.close()

@@ -566,9 +566,7 @@ class CypherAgent:
             if told and self.config.auto_repair and not _REFERS_BACK.search(question):
                 # told it filters on a class the question never names, the model wrote it again: drop it
                 # (unless the question points at something said before: "How many of those rooms ...")
-                classes = [
-                    v[1:-1] for v in self._invented(draft.cypher, links, question) if v.startswith("'")
-                ]
+                classes = _class_literals(self._invented(draft.cypher, links, question))
                 draft.cypher, notes = drop_class_filters(draft.cypher, classes)
                 state.result.context.setdefault("rewrites", []).extend(notes)
             # a symbol copied from an example is as wrong in a correction as in the first query
@@ -592,7 +590,7 @@ class CypherAgent:
                     f"{'it' if len(invented) == 1 else 'them'}."
                 )
             copied = [e for e in examples if _holds_any(e.cypher or "", invented)]
-            classes = [v[1:-1] for v in invented if v.startswith("'")]
+            classes = _class_literals(invented)
             if (
                 copied
                 and self.config.auto_repair
@@ -709,7 +707,8 @@ class CypherAgent:
     def _symbol_labels(self, query: str) -> dict[str, str]:
         """The label of each node the query names by symbol (``{'O300': 'Object'}``; looked up once)."""
         known = self._labels_of_symbols
-        wanted = [s for s in dict.fromkeys(re.findall(r"'([A-Za-z]+\d+)'", query)) if s not in known]
+        named = list(dict.fromkeys(re.findall(r"'([A-Za-z]+\d+)'", query)))
+        wanted = [s for s in named if s not in known]
         if wanted:
             rows = self.store.query(
                 f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} IN $s RETURN n.{ont.SYMBOL_KEY} AS s, labels(n) AS l",
@@ -719,7 +718,7 @@ class CypherAgent:
                 found = _labels(row.get("l"))
                 if len(found) == 1:
                     known[str(row["s"])] = found[0]
-        return {s: known[s] for s in re.findall(r"'([A-Za-z]+\d+)'", query) if s in known}
+        return {s: known[s] for s in named if s in known}
 
     def _symbol_classes(self, values: Sequence[tuple[str, str, str]]) -> dict[str, str]:
         """The class of each named node among ``values`` ((label, key, value) triples)."""
@@ -1204,6 +1203,11 @@ def choice_return(query: str, question: str) -> str | None:
         f"{query[: m.start()]}RETURN CASE WHEN {d1} {wins} {d2} THEN {x}.nodeSymbol ELSE {y}.nodeSymbol END "
         "AS choice"
     )
+
+
+def _class_literals(invented: Sequence[str]) -> list[str]:
+    """The class values among :meth:`CypherAgent._invented`'s findings (quoted there: ``'seating'``)."""
+    return [v[1:-1] for v in invented if v.startswith("'")]
 
 
 def _filters_returned(query: str, value: str) -> bool:

@@ -455,8 +455,7 @@ def repair_symbol_layers(
         pattern = containment(var, label, symbol)
         if pattern is None:
             continue
-        rest = re.sub(r"^\s*,\s*|\s*,\s*$", "", props[: pinned.start()] + props[pinned.end() :]).strip()
-        edits.append((m.start(), m.end(), f"({var}:{label}" + (f" {{{rest}}})" if rest else ")")))
+        edits.append((m.start(), m.end(), _without_symbol(m)))
         prefix.append(f"MATCH {pattern} ")
         notes.append(
             f"{symbol} is a {symbol_labels[symbol]}, not a {label}: matched the {label} by containment"
