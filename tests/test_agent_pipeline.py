@@ -140,7 +140,8 @@ def test_check_rewrites_missing_one_hop_containment(store: CypherStore) -> None:
     q = "MATCH (r:Room {class: 'lounge'})-[:CONTAINS]->(o:Object) RETURN count(o)"
     res = check_cypher(q, store.schema())
     assert res.ok and "-[:CONTAINS*]->" in res.query and res.rewrites
-    assert store.query(res.query).rows[0]["count(o)"] > 0
+    assert "count(DISTINCT o)" in res.query  # an object on several places is reached once per place
+    assert store.query(res.query).rows[0]["count(DISTINCT o)"] > 0
     ok = "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object) RETURN count(o)"
     assert check_cypher(ok, store.schema()).query == ok
 

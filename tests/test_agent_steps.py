@@ -11,8 +11,10 @@ import pytest
 from conftest import scripted_agent
 from scenerag import SceneGraph
 from scenerag.agents.answer_format import format_rows
-from scenerag.agents.cypher_agent import choice_return, extreme_return
+from scenerag.agents.cypher_agent import choice_return, extreme_return, shape_mismatch, symbol_return
+from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.decompose import Split, needs_split, parse_split, split_by_form, substitute
+from scenerag.agents.examples import generate_examples
 from scenerag.agents.linking import EntityLinker, Link
 from scenerag.agents.query_repair import (
     center_arguments,
@@ -22,7 +24,9 @@ from scenerag.agents.query_repair import (
     name_the_named,
     repair_mentions,
     repair_node_operators,
+    repair_query,
     repair_symbol_layers,
+    return_the_neighbour,
 )
 from scenerag.lang import sldp_equal
 from scenerag.store import CypherStore, open_store
@@ -55,6 +59,8 @@ def _one(store: CypherStore, query: str) -> str:
         "Look at the rooms that are exactly two transitions away from the lounge. How many objects are there?",
         "How many chairs are in the room with the most bins?",
         "Count all the seats in the rooms that connect directly to hallway R4.",
+        "There's a light somewhere in hallway R4. Which seat is closest to that light?",
+        "Add up the objects in every room directly connected to hallway R3. What do you get?",
     ],
 )
 def test_two_step_wordings_are_split(question: str) -> None:
@@ -73,6 +79,7 @@ def test_two_step_wordings_are_split(question: str) -> None:
         "Which rooms are the smallest in terms of number of mesh places? (There may be a tie.)",
         "Which seat is closest to the food?",
         "Where exactly is the bike? Give me its coordinates.",
+        "Any shelves or cabinets in hallway R5? List the storage units there.",  # "there" is R5 itself
     ],
 )
 def test_one_step_wordings_are_not_split(question: str) -> None:
@@ -100,6 +107,51 @@ def test_split_replies_are_parsed_strictly() -> None:
         "Which box is nearest to O3?", "Which mesh place is #1 sitting on?"
     )
     assert split_by_form("Which room is the light in?", ROOMS) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "then"),
+    [
+        (
+            "Add up the objects in every room directly connected to hallway R3. What do you get?",
+            "Which rooms are directly connected to hallway R3?",
+            "Add up the objects in #1. What do you get?",
+        ),
+        (
+            "Count all the seats in the rooms that connect directly to hallway R4.",
+            "Which rooms connect directly to hallway R4?",
+            "Count all the seats in #1.",
+        ),
+        (
+            "The hallway where sign O39 hangs: how many places to sit are in it?",
+            "Which hallway is sign O39 in?",
+            "How many places to sit are in #1?",
+        ),
+        (
+            "How many places are directly connected to the place that holds O11?",
+            "Which place holds O11?",
+            "How many places are directly connected to #1?",
+        ),
+        (
+            "How many books are in the room with the most shelves?",
+            "Which room has the most shelves?",
+            "How many books are in #1?",
+        ),
+        (
+            "There's a light somewhere in hallway R4. Which seat is closest to that light?",
+            "Which light is in hallway R4?",
+            "Which seat is closest to #1?",
+        ),
+    ],
+)
+def test_described_containers_are_split_without_the_model(question: str, first: str, then: str) -> None:
+    assert split_by_form(question, ROOMS) == Split(first, then)
+
+
+def test_a_first_step_that_finds_no_nodes_is_no_split() -> None:
+    asked = "The hallway where sign O39 hangs: how many places to sit are in it?"
+    reply = "1: How many places to sit are in the hallway where sign O39 hangs?\n2: How many places to sit are in #1?"
+    assert parse_split(reply, asked) is None
 
 
 # -- the pipeline --------------------------------------------------------------------------------------
@@ -370,3 +422,87 @@ def test_a_class_copied_onto_the_asked_node_is_dropped_without_asking_again(stor
     want = _one(store, "MATCH (o:Object) RETURN o.nodeSymbol ORDER BY o.center.z ASC LIMIT 1")
     assert result.answer == want and len(model.calls) == 1
     assert any("dropped the filter on 'seating'" in note for note in result.context["rewrites"])
+
+
+# -- forms found on dev 3 ----------------------------------------------------------------------------------
+def test_links_of_a_bound_or_grouped_place_are_matched_both_ways(store: CypherStore) -> None:
+    def rows(query: str) -> set[str]:
+        checked = check_cypher(query, store.schema())
+        assert checked.ok, checked.problems
+        return {str(next(iter(r.values()))) for r in store.query(checked.query).rows}
+
+    # dead ends: a place's number of links, counted over links stored either way round
+    dead = rows(
+        "MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]->(b:MeshPlace) WHERE count(DISTINCT b) = 1 RETURN a.nodeSymbol"
+    )
+    assert dead == rows(
+        "MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) WITH a, count(DISTINCT b) AS n WHERE n = 1 "
+        "RETURN a.nodeSymbol"
+    )
+    assert dead == {"P58530", "P58531", "P67045", "P67047"}
+    # the lounge's places that meet hallway R2's: both ends are bound by containment
+    border = rows(
+        "MATCH (l:Room {class: 'lounge'})-[:CONTAINS*]->(p:MeshPlace)-[:MESH_PLACE_CONNECTED]->(q:MeshPlace)"
+        "<-[:CONTAINS*]-(h:Room {nodeSymbol: 'R2'}) RETURN DISTINCT p.nodeSymbol"
+    )
+    assert border == {"P2410"}
+    # two free ends keep the arrow: each link is counted once
+    once = "MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]->(b:MeshPlace) RETURN count(*)"
+    assert check_cypher(once, store.schema()).query == once
+
+
+def test_counts_sums_and_symbols_the_model_gets_wrong(store: CypherStore) -> None:
+    schema = store.schema()
+    # "add up the objects": a label id is no amount, and an object on several places counts once
+    added = check_cypher(
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE r.nodeSymbol IN ['R2', 'R5'] RETURN sum(o.semantic_label)",
+        schema,
+    )
+    assert _one(store, added.query) == _one(
+        store,
+        "MATCH (r:Room)-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object) WHERE r.nodeSymbol IN ['R2', 'R5'] "
+        "RETURN count(DISTINCT o)",
+    )
+    # {nodeSymbol: 'hallway R2'}: the symbol inside the words
+    fixed, notes = repair_query(
+        "MATCH (r:Room {nodeSymbol: 'hallway R2'})-[:CONTAINS*]->(p:MeshPlace) RETURN count(DISTINCT p)",
+        schema,
+    )
+    assert "'R2'" in fixed and "hallway R2" not in fixed and notes
+    # the named room returned for "which rooms are connected to R3": its neighbours
+    named = "MATCH (a:Room {nodeSymbol: 'R3'})-[:ROOM_CONNECTED]-(b:Room) RETURN DISTINCT a.nodeSymbol ORDER BY a.nodeSymbol"
+    fixed, notes = return_the_neighbour(named)
+    assert notes and {r["b.nodeSymbol"] for r in store.query(fixed).rows} == {"R2", "R5"}
+    kept = "MATCH (a:Room {nodeSymbol: 'R3'})-[:ROOM_CONNECTED]-(b:Room) RETURN a.nodeSymbol, count(b)"
+    assert return_the_neighbour(kept) == (kept, [])
+
+
+def test_box_sides_returned_for_which_of_two_is_asked_again(store: CypherStore) -> None:
+    result = store.query("MATCH (o:Object) WHERE o.nodeSymbol IN ['O98', 'O112'] RETURN o.bbox_dim LIMIT 1")
+    assert shape_mismatch(result, "string", "Which couch is bulkier by bounding-box volume, O98 or O112?")
+    assert symbol_return(
+        "MATCH (o:Object) WHERE o.nodeSymbol IN ['O98', 'O112'] RETURN o.bbox_dim "
+        "ORDER BY o.bbox_dim[0] * o.bbox_dim[1] * o.bbox_dim[2] DESC LIMIT 1"
+    ).startswith("MATCH (o:Object) WHERE o.nodeSymbol IN ['O98', 'O112'] RETURN o.nodeSymbol ORDER BY")
+
+
+def test_hydra_rooms_have_no_placeholder_box(hydra_graph: SceneGraph) -> None:
+    rooms = [n for n in hydra_graph.nodes() if n.label == "Room"]
+    objects = [n for n in hydra_graph.nodes() if n.label == "Object"]
+    assert rooms and all(n.bbox_center is None and n.bbox_dim is None for n in rooms)
+    assert objects and all(n.bbox_center is not None for n in objects)  # real boxes are kept
+
+
+def test_generated_examples_for_intersections_degree_and_borders_run(store: CypherStore) -> None:
+    examples = {e.question: e.cypher for e in generate_examples(store.schema(), store)}
+    wanted = (
+        "are in both",
+        "most direct links",
+        "link directly to a",
+        "no direct connection",
+        "bounding-box volume",
+    )
+    for key in wanted:
+        found = [q for q in examples if key in q]
+        assert found, key
+        assert store.query(examples[found[0]]).rows, found[0]

@@ -51,6 +51,7 @@ from scenerag.agents.query_repair import (
     repair_query,
     repair_singleton_pairs,
     repair_symbol_layers,
+    return_the_neighbour,
     split_subquery_arithmetic,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
@@ -454,6 +455,8 @@ class CypherAgent:
             ran, more = repair_node_operators(ran, schema)
             notes += more
             ran, more = carry_dropped_variables(ran)
+            notes += more
+            ran, more = return_the_neighbour(ran)
             notes += more
             if self.config.link_entities:
                 ran, more = repair_singleton_pairs(ran, self.linker().singletons())
@@ -1064,7 +1067,7 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
             "It returned true/false, but the question asks which of the two: return that one (its symbol or "
             "class), e.g. ordered by the compared value with LIMIT 1."
         )
-    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells)
+    numeric = all(_is_number(v) or (isinstance(v, list) and v and all(map(_is_number, v))) for v in cells)
     asks_which = re.search(r"\bwhich\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
     points = all(isinstance(v, dict) and {"x", "y"} <= set(v) for v in cells)
     if (
@@ -1082,6 +1085,10 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
     if answer_type == "number" and not any(isinstance(v, (int, float)) for v in cells) and len(cells) == 1:
         return "It returned a name, but the question asks for a number: return the count or the measure."
     return None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 _RETURN_PROPERTY = re.compile(

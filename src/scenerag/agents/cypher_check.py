@@ -26,6 +26,10 @@ mistakes that run without error but mean nothing, and says why:
 * a layer's ``*_CONNECTED`` edge written straight to a node that layer holds (``(q:MeshPlace)-[:MESH_PLACE_
   CONNECTED]-(o:Object)``): the container is put between (``(q)-[:MESH_PLACE_CONNECTED]-(:MeshPlace)-
   [:CONTAINS]->(o)``);
+* ``sum()`` of an id, label id or symbol (``sum(o.semantic_label)`` for "add up the objects"): the nodes
+  are counted;
+* ``count(o)`` where a variable-length path reaches ``o``: ``count(DISTINCT o)`` (an object on three places
+  is reached three times);
 * two patterns matching the same nodes (``(a:Object {class: 'light'}), (b:Object {class: 'light'})``)
   without ``a <> b``: added, so a node is not its own nearest neighbour at distance 0.
 """
@@ -78,7 +82,10 @@ def check_cypher(query: str, schema: GraphSchema) -> CheckResult:
     _fix_hops(result, schema)
     _distinct_pairs(result)
     _misplaced_values(result, schema)
+    _summed_identifiers(result)
+    _distinct_counts(result)
     _aggregates_in_where(result)
+    _undirected_links(result)  # again: the aggregate's WITH may have made an end a group key
     _unbound(result)
     return result
 
@@ -90,9 +97,10 @@ _DIRECTED_LINK = re.compile(
 
 def _undirected_links(result: CheckResult) -> None:
     """``(:Room {class: 'kitchen'})-[:ROOM_CONNECTED]->(r)``: a layer's links are stored one way round but
-    mean both; where one end is a named node (a property map) the arrow is dropped so neither half of its
-    neighbours is lost. Between two unnamed ends the arrow stays: there it counts each link once (the
-    length of a trajectory sums its pose-to-pose links)."""
+    mean both; where an end is a named node (a property map), is bound by another pattern (the places of
+    one room) or is a group key of an aggregate (a place's number of links), the arrow is dropped so
+    neither half of its neighbours is lost. Between two otherwise free ends the arrow stays: there it
+    counts each link once (the length of a trajectory sums its pose-to-pose links)."""
     query = result.query
 
     def fix(m: re.Match[str]) -> str:
@@ -101,13 +109,74 @@ def _undirected_links(result: CheckResult) -> None:
         left = before[before.rfind("(") :] if before.endswith(")") else ""
         right = after[: after.find(")") + 1] if after.startswith("(") else ""
         if "{" not in left and "{" not in right:
-            return m.group(0)
+            ends = [_node_var(left), _node_var(right)]
+            raw_after = query[m.end() :]
+            span = (
+                before.rfind("(") if left else m.start(),
+                m.end() + len(raw_after) - len(after) + len(right),
+            )
+            chained = query[: span[0]].rstrip().endswith(("-", ">")) or query[span[1] :].lstrip().startswith(
+                ("-", "<")
+            )
+            if not chained and not any(v and _tied(query, v, span) for v in ends):
+                return m.group(0)
         return "-" + (m.group(1) or m.group(2)) + "-"
 
     fixed = _DIRECTED_LINK.sub(fix, query)
     if fixed != result.query:
         result.query = fixed
         result.rewrites.append("*_CONNECTED edges are undirected: matched them without an arrow")
+
+
+_SUMMED_ID = re.compile(
+    r"\bsum\s*\(\s*(?:DISTINCT\s+)?([A-Za-z_]\w*)\.(\w*(?:label|_id|Id|symbol|Symbol)|id)\s*\)", re.I
+)
+
+
+def _summed_identifiers(result: CheckResult) -> None:
+    """``sum(o.semantic_label)`` for "add up the objects": a label id or symbol is no amount; the nodes
+    are counted (``count(DISTINCT o)``)."""
+    fixed = _SUMMED_ID.sub(lambda m: f"count(DISTINCT {m.group(1)})", result.query)
+    if fixed != result.query:
+        result.rewrites.append("an id or label is no amount to add up: counted the nodes instead")
+        result.query = fixed
+
+
+_VAR_LENGTH = re.compile(r"\[[^\]]*\*[^\]]*\]")
+_PLAIN_COUNT = re.compile(r"\bcount\s*\(\s*(?!DISTINCT\b|\*)([A-Za-z_]\w*)\s*\)", re.I)
+
+
+def _distinct_counts(result: CheckResult) -> None:
+    """``count(o)`` of nodes reached by a variable-length path: a node under several parents (an object
+    on three places) is reached once per path, so nodes are counted ``DISTINCT``."""
+    if not _VAR_LENGTH.search(result.query):
+        return
+    fixed = _PLAIN_COUNT.sub(lambda m: f"count(DISTINCT {m.group(1)})", result.query)
+    if fixed != result.query:
+        result.rewrites.append("a variable-length path reaches a node once per path: counted DISTINCT nodes")
+        result.query = fixed
+
+
+def _node_var(node: str) -> str | None:
+    """The variable of a node pattern's text (``(p:MeshPlace)`` -> ``p``), or None."""
+    m = re.match(r"\(\s*([A-Za-z_]\w*)", node)
+    return m.group(1) if m else None
+
+
+def _tied(query: str, var: str, span: tuple[int, int]) -> bool:
+    """Whether ``var`` is bound by a pattern outside ``span`` or kept as a group key beside an aggregate."""
+    rest = query[: span[0]] + " " * (span[1] - span[0]) + query[span[1] :]
+    if re.search(rf"(?:\(\s*{var}\s*[:){{]|\]\s*-\s*>?\s*\(\s*{var}\b|\b{var}\s*\)\s*<?-)", rest):
+        return True
+    if not _AGG.search(query):
+        return False
+    for clause in re.finditer(
+        r"\b(?:WITH|RETURN)\b(.*?)(?=\b(?:WHERE|ORDER|LIMIT|MATCH|WITH|RETURN)\b|$)", query, re.I | re.S
+    ):
+        keys = _AGG_CALL.sub("", clause.group(1))
+        if re.search(rf"\b{var}\b", keys):
+            return True
+    return False
 
 
 def _var_labels(query: str) -> dict[str, set[str]]:

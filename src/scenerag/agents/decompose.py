@@ -35,6 +35,10 @@ _SELECTS = re.compile(
     r"|\bthe\s+\w+\s+(?:that|where|which|whose)\b",
     re.I,
 )
+#: a first clause that picks a node by where it is ("a light somewhere in hallway R4"); it counts only when
+#: the later clause names that node again ("that light"), not the place ("that hallway", "there")
+_SELECTS_IN = re.compile(r"\b(?:in|on|inside|under)\s+(?:the\s+)?(?:\w+\s+)?[A-Z]{1,2}\d+\b")
+_NAMED_AGAIN = re.compile(r"\b(?:that|this|those|these)\s+(?!is\b|are\b|was\b)(\w+)", re.I)
 
 SPLIT_PROMPT = """You split a question about a robot's map into two simpler questions when it first needs \
 one thing found. Reply with two lines, 1: and 2:, where 2 says #1 for the answer of 1.
@@ -88,6 +92,12 @@ def needs_split(question: str, containers: Iterable[str] = ()) -> bool:
         for later in clauses[1:]:
             if _ASKS.search(later) and _ANAPHOR.search(later):
                 return True
+    if len(clauses) >= 2 and _SELECTS_IN.search(clauses[0]):
+        # "There's a light somewhere in hallway R4. Which seat is closest to that light?"
+        for later in clauses[1:]:
+            again = _NAMED_AGAIN.search(later)
+            if _ASKS.search(later) and again and not re.fullmatch(container, again.group(1), re.I):
+                return True
     asked = re.match(rf"^\s*(?:which|what)(?:'s|\s+is)?\s+(?:\w+\s+)?({container})\b", text, re.I)
     if asked and re.search(
         rf"\bthe\s+(?:\w+\s+){{1,2}}?{_PICKED}\s+(?:to|from)\b", text[asked.end() :], re.I
@@ -97,26 +107,42 @@ def needs_split(question: str, containers: Iterable[str] = ()) -> bool:
     # query a small model writes well)
     described = re.compile(
         rf"\bthe\s+({container})\s+(?:that|where|which|with\s+the\s+(?:most|fewest|least)|"
-        rf"made\s+of\s+the\s+most)\b",
+        rf"made\s+of\s+the\s+most)\b"
+        rf"|\b(?:every|each|all\s+the)\s+({container})s?\s+(?:that|where|which|(?:\w+ly\s+)?"
+        rf"(?:connected|adjacent|next)\s+to)\b",
         re.I,
     )
     for m in described.finditer(text):
         if asked and m.start() < asked.end() + 5:
             continue  # "which rooms that ..." describes the answer itself
-        if re.match(rf"^\s*(?:which|what)\s+{re.escape(m.group(1))}", text, re.I):
+        if re.match(rf"^\s*(?:which|what)\s+{re.escape(m.group(1) or m.group(2))}", text, re.I):
             continue
         return True
     return False
 
 
 def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None:
-    """The split of the one two-step form a small model splits worst, without a model call: "Which room is
-    the light closest to the bike in?" -> "Which light is closest to the bike?", "Which room is #1 in?"."""
+    """The split of the forms a small model splits worst, without a model call (None for any other form):
+
+    * a node picked inside a container question: "Which room is the light closest to the bike in?" ->
+      "Which light is closest to the bike?", "Which room is #1 in?";
+    * a container described by its links, a named node in it or what it has most of: "Add up the objects in
+      every room directly connected to hallway R3." -> "Which rooms are directly connected to hallway R3?",
+      "Add up the objects in #1."; "The hallway where sign O39 hangs: how many seats are in it?" ->
+      "Which hallway is sign O39 in?", "How many seats are in #1?";
+    * a node introduced by where it is and named again: "There's a light in hallway R4. Which seat is
+      closest to that light?" -> "Which light is in hallway R4?", "Which seat is closest to #1?".
+    """
     container = _container_pattern(containers)
+    text = _PARENTHESIS.sub(" ", question).strip()
+    return _picked_inside(text, container) or _described(text, container) or _found_in_named(text, container)
+
+
+def _picked_inside(text: str, container: str) -> Split | None:
     m = re.match(
         rf"^\s*(?:which|what)\s+(?P<c>{container})\s+(?P<be>is|are)\s+the\s+(?P<head>(?:\w+\s+){{0,2}}?\w+?)\s+"
         rf"(?P<how>{_PICKED}\s+(?:to|from)\s+.+?)(?:\s+(?P<verb>\w+ing))?\s+(?P<prep>in|on|inside|under)\s*\?*\s*$",
-        question,
+        text,
         re.I,
     )
     if m is None:
@@ -126,6 +152,85 @@ def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None
         f"Which {m.group('head')} {m.group('be')} {m.group('how')}?",
         f"Which {m.group('c')} {m.group('be')} #1{verb} {m.group('prep')}?",
     )
+
+
+_UNTIL_CLAUSE_END = r"[^,.:;?!]+?(?=\s*(?:[,.:;?!]|\s+and\s+|$))"
+_SYMBOL = r"\b[A-Z]{1,2}\d+\b"
+
+
+def _described(text: str, container: str) -> Split | None:
+    linked = re.search(
+        rf"\b(?:the|every|each|all\s+(?:of\s+)?the)\s+(?P<c>{container})\s+(?:that\s+|which\s+)?"
+        rf"(?P<rel>(?:(?:are|is)\s+)?(?:\w+ly\s+)?(?:connect(?:s|ed)?|adjacent|next|lead(?:s|ing)?|open(?:s|ing)?)"
+        rf"\s+(?:\w+ly\s+)?(?:to|into|onto|with|from)\s+{_UNTIL_CLAUSE_END})",
+        text,
+        re.I,
+    )
+    if linked:
+        rel = re.sub(r"^(?:is|are)\s+", "", linked.group("rel"), flags=re.I)
+        verb = "" if re.match(r"(?:connect|lead|open)s?\b", rel, re.I) else "are "
+        return _split_at(text, linked, f"Which {_plural(linked.group('c'))} {verb}{rel}?")
+    holding = re.search(
+        rf"\bthe\s+(?P<c>{container})\s+(?:that|which|where)\s+(?:the\s+)?(?P<s>(?:\w+\s+){{0,2}}?{_SYMBOL})"
+        rf"(?:\s+(?:is|are|was|hangs|sits|stands|lies|is\s+\w+ed))?(?:\s+(?:in|on|at))?\b",
+        text,
+        re.I,
+    )
+    if holding:
+        held = holding.group("s")
+        if re.match(r"(?:holds|contains|has|includes|carries)\b", held, re.I):  # "the place that holds O11"
+            return _split_at(text, holding, f"Which {holding.group('c')} {held}?")
+        return _split_at(text, holding, f"Which {holding.group('c')} is {held} in?")
+    most = re.search(
+        rf"\bthe\s+(?P<c>{container})\s+(?P<how>with|made\s+of)\s+the\s+(?P<m>most|fewest|least)\s+"
+        rf"(?P<y>{_UNTIL_CLAUSE_END})",
+        text,
+        re.I,
+    )
+    if most:
+        verb = "has" if most.group("how").lower() == "with" else "is made of"
+        return _split_at(
+            text, most, f"Which {most.group('c')} {verb} the {most.group('m')} {most.group('y')}?"
+        )
+    return None
+
+
+def _split_at(text: str, span: re.Match[str], first: str) -> Split | None:
+    """The split whose first question finds what ``span`` describes: where the description is a clause of
+    its own ("The hallway where sign O39 hangs: how many seats are in it?") the rest's pronoun stands for
+    it, else the description itself is replaced by ``#1``."""
+    head = text[span.end() :].lstrip()
+    if text[: span.start()].strip() in ("", "The", "the") and head[:1] in (":", ",", "."):
+        rest = head[1:].strip()
+        then, n = _ANAPHOR_NODE.subn("#1", rest, count=1)
+        if n == 0:
+            return None
+        return Split(first, then[:1].upper() + then[1:])
+    return Split(first, text[: span.start()] + "#1" + text[span.end() :])
+
+
+#: what stands for the first step's nodes in a later clause: "it", "there", "that hallway", "those rooms"
+_ANAPHOR_NODE = re.compile(r"\b(?:(?:that|this|those|these)\s+(?!is\b|are\b)\w+|it|them|there)\b", re.I)
+
+
+def _found_in_named(text: str, container: str) -> Split | None:
+    clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
+    if len(clauses) < 2:
+        return None
+    where = _SELECTS_IN.search(clauses[0])
+    if where is None:
+        return None
+    for i, later in enumerate(clauses[1:], start=1):
+        again = _NAMED_AGAIN.search(later)
+        if again and _ASKS.search(later) and not re.fullmatch(container, again.group(1), re.I):
+            noun = again.group(1)
+            then = later[: again.start()] + "#1" + later[again.end() :]
+            return Split(f"Which {noun} is {where.group(0)}?", " ".join([then, *clauses[i + 1 :]]).strip())
+    return None
+
+
+def _plural(word: str) -> str:
+    return word if word.lower().endswith("s") else word + "s"
 
 
 _LINE = re.compile(r"^\s*([12])\s*[:.)]\s*(.+?)\s*$")
@@ -144,8 +249,8 @@ def parse_split(reply: str, question: str = "") -> Split | None:
     first, then = lines.get("1"), lines.get("2")
     if not first or not then or "#1" not in then or "#1" in first:
         return None
-    if _plain(first) == _plain(question):
-        return None
+    if _plain(first) == _plain(question) or re.match(r"^\s*(?:how|is|are|does|do|can)\b", first, re.I):
+        return None  # the question again, or a first step that finds a number or a yes/no, not nodes
     h1, h2 = _HEAD.match(first), _HEAD.match(then)
     if h1 and h2 and h1.group(1).lower().rstrip("s") == h2.group(1).lower().rstrip("s"):
         return None

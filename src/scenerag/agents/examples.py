@@ -395,6 +395,13 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1",
             )
         )
+        ex.append(  # volume: the product of the box's sides
+            (
+                f"Which has the bigger bounding-box volume, {o1} or {o2}?",
+                f"MATCH (o:{OB}) WHERE o.nodeSymbol IN ['{o1}', '{o2}'] RETURN o.nodeSymbol "
+                "ORDER BY o.bbox_dim[0] * o.bbox_dim[1] * o.bbox_dim[2] DESC LIMIT 1",
+            )
+        )
     if R:
         r1, r2 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2")
         rc1 = _pick(v.region_classes, 0, None)
@@ -747,6 +754,12 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
             f"What kinds of {OB.lower()}s are in {r1} and {r2}?",
             f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] RETURN DISTINCT o.class",
         ),
+        (  # a kind in both: the second region's kinds among the first's
+            f"What kinds of {OB.lower()}s are in both {r1} and {r2}?",
+            f"MATCH (a:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS kinds "
+            f"MATCH (b:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{OB}) WHERE o.class IN kinds "
+            "RETURN DISTINCT o.class",
+        ),
         (
             f"How many {OB.lower()}s are in the {rl} where the {cs} is?",
             f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{class: '{cs}'}}) WITH DISTINCT r "
@@ -833,7 +846,26 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
                 f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}) "
                 f"MATCH p = allShortestPaths((a)-[:{link}*..10]-(b)) RETURN count(p)",
             ),
+            (
+                f"Which {rl}s have no direct connection to {rc}?",
+                f"MATCH (a:{R} {{nodeSymbol: '{rc}'}}), (b:{R}) WHERE b <> a AND NOT EXISTS {{ MATCH (a)-[:{link}]-(b) }} "
+                "RETURN b.nodeSymbol",
+            ),
         ]
+        if P and roles.place_link:
+            pl = roles.place_link
+            ex += [
+                (  # a place's links counted inside one region
+                    f"Inside {rc}, which {P} has the most direct links to other {P} nodes?",
+                    f"MATCH (r:{R} {{nodeSymbol: '{rc}'}})-[:CONTAINS*]->(a:{P})-[:{pl}]-(b:{P}) "
+                    "WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 RETURN a.nodeSymbol",
+                ),
+                (  # the places where two neighbouring regions meet
+                    f"Which {P} nodes of {ra} link directly to a {P} of {rc}?",
+                    f"MATCH (a:{R} {{nodeSymbol: '{ra}'}})-[:CONTAINS*]->(p:{P})-[:{pl}]-(q:{P})"
+                    f"<-[:CONTAINS*]-(b:{R} {{nodeSymbol: '{rc}'}}) RETURN DISTINCT p.nodeSymbol",
+                ),
+            ]
     return ex
 
 

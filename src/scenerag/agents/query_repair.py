@@ -83,6 +83,11 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
             ):
                 edits.append((key_tok.start, key_tok.end, ont.SYMBOL_KEY))
                 notes.append(f"'{literal}' is a node symbol, not a class: matched it on nodeSymbol")
+            if owner is None and key_tok is not None and key_tok.text == ont.SYMBOL_KEY:
+                inner = [w for w in literal.split() if ont.has_symbol_shape(w)]
+                if len(inner) == 1 and inner[0] != literal:  # {nodeSymbol: 'hallway R2'}
+                    edits.append((tok.start, tok.end, _quote(inner[0])))
+                    notes.append(f"'{literal}' is no node symbol: matched its symbol '{inner[0]}'")
             if owner is None:
                 continue
             _, key, value = owner
@@ -731,3 +736,29 @@ def _return_the_other(
         edits.append((sn.start(), sn.end(), f"({s}:{sn.group('l')})"))
     fixed = _distinct(apply_edits(query, edits), r, s)
     return fixed, [f"{r} is {symbol}, the node named in the question that {s} is measured from: returned {s}"]
+
+
+_NAMED_LINK = re.compile(
+    r"\(\s*(?P<a>[A-Za-z_]\w*)\s*(?::\s*`?\w+`?)?\s*\{[^{}]*\bnodeSymbol\s*:\s*'[^']+'[^{}]*\}\s*\)\s*<?-\s*"
+    r"\[[^\]]*_CONNECTED\b[^\]]*\]\s*->?\s*\(\s*(?P<b>[A-Za-z_]\w*)"
+    r"|\(\s*(?P<b2>[A-Za-z_]\w*)\b[^()]*\)\s*<?-\s*\[[^\]]*_CONNECTED\b[^\]]*\]\s*->?\s*"
+    r"\(\s*(?P<a2>[A-Za-z_]\w*)\s*(?::\s*`?\w+`?)?\s*\{[^{}]*\bnodeSymbol\s*:\s*'[^']+'[^{}]*\}\s*\)"
+)
+
+
+def return_the_neighbour(query: str) -> tuple[str, list[str]]:
+    """``MATCH (a:Room {nodeSymbol: 'R3'})-[:ROOM_CONNECTED]-(b:Room) RETURN a.nodeSymbol``: the named
+    node is where the links start, its neighbours are asked for: return ``b``. ``(query, notes)``;
+    unchanged unless the query's only column is the named end of a ``*_CONNECTED`` link."""
+    link = _NAMED_LINK.search(query)
+    if link is None:
+        return query, []
+    a, b = (link.group("a"), link.group("b")) if link.group("a") else (link.group("a2"), link.group("b2"))
+    returned = re.search(rf"\bRETURN\s+(?:DISTINCT\s+)?(?P<v>{a})\.nodeSymbol\b(?!\s*,)", query, re.I)
+    if returned is None or a == b:
+        return query, []
+    tail = re.sub(rf"\b{a}\.nodeSymbol\b", f"{b}.nodeSymbol", query[returned.start() :])
+    fixed = query[: returned.start()] + tail
+    return _distinct(fixed, a, b), [
+        f"{a} is the node the question names: returned its neighbours {b} instead"
+    ]

@@ -81,6 +81,11 @@ def _vec(value: Any) -> tuple[float, float, float]:
     return (float(value[0]), float(value[1]), float(value[2]))
 
 
+def _box_holds(center: tuple[float, ...], dim: tuple[float, ...], point: tuple[float, ...]) -> bool:
+    """Whether ``point`` lies in the box grown by 1 m a side; a box away from its own node is unset."""
+    return all(abs(p - c) <= d / 2 + 1.0 for c, d, p in zip(center, dim, point, strict=True))
+
+
 def load_hydra(path: str | Path) -> SceneGraph:
     """Read a spark_dsg scene graph file (``.json`` or binary) into a ``SceneGraph``."""
     path = Path(path)
@@ -170,6 +175,10 @@ def _convert_node(symbol: str, label: str, attrs: Any, names: dict[int, str], ds
     box = getattr(attrs, "bounding_box", None)
     if box is not None and (not hasattr(box, "is_valid") or box.is_valid()):
         bbox_center, bbox_dim = _vec(box.world_P_center), _vec(box.dimensions)
+        if not _box_holds(bbox_center, bbox_dim, _vec(attrs.position)):
+            bbox_center = bbox_dim = (
+                None  # spark_dsg's unset default box (Hydra rooms): not a box of this node
+            )
     return Node(
         symbol=symbol,
         label=label,
