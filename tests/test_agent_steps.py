@@ -20,6 +20,7 @@ from scenerag.agents.query_repair import (
     center_arguments,
     detach_measured_container,
     drop_class_filters,
+    drop_idle_sibling,
     merge_union_by_symbol,
     name_the_named,
     repair_mentions,
@@ -506,3 +507,16 @@ def test_generated_examples_for_intersections_degree_and_borders_run(store: Cyph
         found = [q for q in examples if key in q]
         assert found, key
         assert store.query(examples[found[0]]).rows, found[0]
+
+
+def test_an_idle_sibling_of_a_named_node_is_dropped(store: CypherStore) -> None:
+    linker = EntityLinker(store)
+    assert linker.class_of("O55") == "seating"
+    asked = (
+        "MATCH (o:Object {nodeSymbol: 'O55'})<-[:CONTAINS]-(p:MeshPlace)-[:CONTAINS]->(o2:Object {class: 'seating'}) "
+        "RETURN p.nodeSymbol"
+    )
+    fixed, notes = drop_idle_sibling(asked, linker.class_of)
+    assert notes and {r["p.nodeSymbol"] for r in store.query(fixed).rows} == {"P21976", "P22396", "P22515"}
+    both = asked.replace("'seating'", "'light'")  # "the places holding both O55 and a light"
+    assert drop_idle_sibling(both, linker.class_of) == (both, [])

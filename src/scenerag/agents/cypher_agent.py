@@ -43,6 +43,7 @@ from scenerag.agents.query_repair import (
     center_arguments,
     detach_measured_container,
     drop_class_filters,
+    drop_idle_sibling,
     fill_ignored_values,
     merge_union_by_symbol,
     name_the_named,
@@ -460,6 +461,8 @@ class CypherAgent:
             notes += more
             if self.config.link_entities:
                 ran, more = repair_singleton_pairs(ran, self.linker().singletons())
+                notes += more
+                ran, more = drop_idle_sibling(ran, self.linker().class_of)
                 notes += more
         rewritten = ran if ran != cypher else None
         if not checked.ok:

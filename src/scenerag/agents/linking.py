@@ -402,6 +402,13 @@ class EntityLinker:
             if key == ont.CLASS_KEY and len(members) == 1
         }
 
+    def class_of(self, symbol: str) -> str | None:
+        """The class of the node ``symbol`` (small labels only: their classes list their members)."""
+        for (_, key, value), members in self.vocabulary().members.items():
+            if key == ont.CLASS_KEY and symbol in members:
+                return value
+        return None
+
     def kind_of(self, literal: str) -> tuple[str, str] | None:
         """What a query's string literal names, as (label, key): a node symbol's label, else the property
         holding that value (a class first); None when the graph holds no such value."""

@@ -19,6 +19,7 @@ Every rewrite is reported back to the model, so it also learns the right form.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from scenerag.graph import ontology as ont
 from scenerag.store.cypher import Token, tokenize
@@ -761,4 +762,28 @@ def return_the_neighbour(query: str) -> tuple[str, list[str]]:
     fixed = query[: returned.start()] + tail
     return _distinct(fixed, a, b), [
         f"{a} is the node the question names: returned its neighbours {b} instead"
+    ]
+
+
+_SIBLING = re.compile(
+    r"\(\s*(?P<x>[A-Za-z_]\w*)\s*:\s*`?(?P<l>\w+)`?\s*\{[^{}]*\bnodeSymbol\s*:\s*'(?P<s>[^']+)'[^{}]*\}\s*\)"
+    r"\s*<-\s*\[\s*:\s*CONTAINS\s*\]\s*-\s*\(\s*(?P<p>[A-Za-z_]\w*)(?:\s*:\s*`?\w+`?)?\s*\)"
+    r"(?P<hop>\s*-\s*\[\s*:\s*CONTAINS\s*\]\s*->\s*\(\s*(?P<y>[A-Za-z_]\w*)\s*:\s*`?(?P=l)`?\s*"
+    r"(?:\{\s*class\s*:\s*'(?P<c>[^']*)'\s*\})?\s*\))"
+)
+
+
+def drop_idle_sibling(query: str, class_of: Callable[[str], str | None]) -> tuple[str, list[str]]:
+    """``(o {nodeSymbol: 'O55'})<-[:CONTAINS]-(p)-[:CONTAINS]->(o2:Object)`` with ``o2`` used nowhere else:
+    the places under O55 *that hold a second object* (two CONTAINS edges must differ), where the question
+    asks for O55's places. The idle sibling (bare, or of O55's own class: "the seat O55") is dropped.
+    ``class_of``: a symbol's class. ``(query, notes)``; unchanged when no rule fires."""
+    m = _SIBLING.search(query)
+    if m is None or re.search(rf"\b{m.group('y')}\b", query[: m.start("hop")] + query[m.end("hop") :]):
+        return query, []
+    if m.group("c") is not None and m.group("c") != class_of(m.group("s")):
+        return query, []  # "the places holding both O55 and a lamp"
+    fixed = query[: m.start("hop")] + query[m.end("hop") :]
+    return fixed, [
+        f"{m.group('y')} was used nowhere but demanded a second node beside {m.group('s')}: dropped it"
     ]
