@@ -28,6 +28,7 @@ from scenerag.agents.query_repair import (
     repair_query,
     repair_symbol_layers,
     return_the_neighbour,
+    ternary_to_case,
 )
 from scenerag.lang import sldp_equal
 from scenerag.store import CypherStore, open_store
@@ -520,3 +521,15 @@ def test_an_idle_sibling_of_a_named_node_is_dropped(store: CypherStore) -> None:
     assert notes and {r["p.nodeSymbol"] for r in store.query(fixed).rows} == {"P21976", "P22396", "P22515"}
     both = asked.replace("'seating'", "'light'")  # "the places holding both O55 and a light"
     assert drop_idle_sibling(both, linker.class_of) == (both, [])
+
+
+def test_a_c_style_conditional_becomes_case(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room {nodeSymbol: 'R5'}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:Object {class: 'seating'}) "
+        "WITH r, count(DISTINCT o) AS na OPTIONAL MATCH (r)-[:CONTAINS*]->(s:Object {class: 'storage'}) "
+        "WITH na, count(DISTINCT s) AS nb RETURN na > nb ? 'seating' : 'storage'"
+    )
+    fixed, notes = ternary_to_case(query)
+    assert notes and "CASE WHEN na > nb THEN 'seating' ELSE 'storage' END" in fixed
+    assert _one(store, fixed) == "seating"
+    assert ternary_to_case("MATCH (r {name: 'a?b:c'}) RETURN r") == ("MATCH (r {name: 'a?b:c'}) RETURN r", [])

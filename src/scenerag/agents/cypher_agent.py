@@ -54,6 +54,7 @@ from scenerag.agents.query_repair import (
     repair_symbol_layers,
     return_the_neighbour,
     split_subquery_arithmetic,
+    ternary_to_case,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.errors import SceneRagError
@@ -445,6 +446,8 @@ class CypherAgent:
         split, notes = split_subquery_arithmetic(cypher) if self.config.auto_repair else (cypher, [])
         if self.config.auto_repair:
             split, more = merge_union_by_symbol(split)
+            notes += more
+            split, more = ternary_to_case(split)
             notes += more
             split, more = repair_symbol_layers(split, self._symbol_labels(split), schema)
             notes += more

@@ -787,3 +787,20 @@ def drop_idle_sibling(query: str, class_of: Callable[[str], str | None]) -> tupl
     return fixed, [
         f"{m.group('y')} was used nowhere but demanded a second node beside {m.group('s')}: dropped it"
     ]
+
+
+_TERNARY = re.compile(
+    r"(?P<kw>\bRETURN\s+|\bWITH\s+|,\s*)(?P<cond>(?:(?!\b(?:RETURN|WITH|AS|WHERE|MATCH)\b)[^?:,'\"])+?)\s*\?\s*(?P<a>'[^']*'|[\w.]+)\s*:\s*(?P<b>'[^']*'|[\w.]+)"
+)
+
+
+def ternary_to_case(query: str) -> tuple[str, list[str]]:
+    """``RETURN na > nb ? 'seating' : 'storage'`` (C's conditional, not Cypher's) -> ``RETURN CASE WHEN na >
+    nb THEN 'seating' ELSE 'storage' END``. ``(query, notes)``; unchanged when there is none."""
+    fixed = _TERNARY.sub(
+        lambda m: f"{m.group('kw')}CASE WHEN {m.group('cond')} THEN {m.group('a')} ELSE {m.group('b')} END",
+        query,
+    )
+    if fixed == query:
+        return query, []
+    return fixed, ["Cypher has no '? :' operator: wrote it as CASE WHEN ... THEN ... ELSE ... END"]
