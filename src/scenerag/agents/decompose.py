@@ -159,33 +159,30 @@ _SYMBOL = r"\b[A-Z]{1,2}\d+\b"
 
 
 def _described(text: str, container: str) -> Split | None:
-    linked = re.search(
+    linked = _find(
         rf"\b(?:the|every|each|all\s+(?:of\s+)?the)\s+(?P<c>{container})\s+(?:that\s+|which\s+)?"
         rf"(?P<rel>(?:(?:are|is)\s+)?(?:\w+ly\s+)?(?:connect(?:s|ed)?|adjacent|next|lead(?:s|ing)?|open(?:s|ing)?)"
         rf"\s+(?:\w+ly\s+)?(?:to|into|onto|with|from)\s+{_UNTIL_CLAUSE_END})",
         text,
-        re.I,
     )
     if linked:
         rel = re.sub(r"^(?:is|are)\s+", "", linked.group("rel"), flags=re.I)
         verb = "" if re.match(r"(?:connect|lead|open)s?\b", rel, re.I) else "are "
         return _split_at(text, linked, f"Which {_plural(linked.group('c'))} {verb}{rel}?")
-    holding = re.search(
+    holding = _find(
         rf"\bthe\s+(?P<c>{container})\s+(?:that|which|where)\s+(?:the\s+)?(?P<s>(?:\w+\s+){{0,2}}?{_SYMBOL})"
         rf"(?:\s+(?:is|are|was|hangs|sits|stands|lies|is\s+\w+ed))?(?:\s+(?:in|on|at))?\b",
         text,
-        re.I,
     )
     if holding:
         held = holding.group("s")
         if re.match(r"(?:holds|contains|has|includes|carries)\b", held, re.I):  # "the place that holds O11"
             return _split_at(text, holding, f"Which {holding.group('c')} {held}?")
         return _split_at(text, holding, f"Which {holding.group('c')} is {held} in?")
-    most = re.search(
+    most = _find(
         rf"\bthe\s+(?P<c>{container})\s+(?P<how>with|made\s+of)\s+the\s+(?P<m>most|fewest|least)\s+"
         rf"(?P<y>{_UNTIL_CLAUSE_END})",
         text,
-        re.I,
     )
     if most:
         verb = "has" if most.group("how").lower() == "with" else "is made of"
@@ -193,6 +190,10 @@ def _described(text: str, container: str) -> Split | None:
             text, most, f"Which {most.group('c')} {verb} the {most.group('m')} {most.group('y')}?"
         )
     return None
+
+
+def _find(pattern: str, text: str) -> re.Match[str] | None:
+    return re.search(pattern, text, re.I)
 
 
 def _split_at(text: str, span: re.Match[str], first: str) -> Split | None:
