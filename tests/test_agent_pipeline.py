@@ -81,7 +81,9 @@ def test_linker_embedding_fallback(store: CypherStore) -> None:
 
     linker = EntityLinker(store, embedder=make_embedder("minilm-numpy"))
     found = {lk.value: lk.how for lk in linker._embedding_links(["snacks", "corridor", "door", "piano"])}
-    assert found == {"food": "embedding", "hallway": "embedding"}  # close words link, unrelated ones do not
+    # close words link, unrelated ones do not; "door" is a class of Hydra's labelspace that no node has
+    assert found == {"food": "embedding", "hallway": "embedding", "door": "embedding"}
+    assert not next(lk for lk in linker.link("Is there a door?") if lk.value == "door").seen
 
 
 def test_mask_question_replaces_mentions(linker: EntityLinker) -> None:

@@ -5,6 +5,7 @@ model."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from scenerag.agents.decompose import Split, needs_split, parse_split, split_by_
 from scenerag.agents.examples import generate_examples
 from scenerag.agents.linking import EntityLinker, Link
 from scenerag.agents.query_repair import (
+    alternatives_in_map,
     center_arguments,
     detach_measured_container,
     drop_class_filters,
@@ -533,3 +535,31 @@ def test_a_c_style_conditional_becomes_case(store: CypherStore) -> None:
     assert notes and "CASE WHEN na > nb THEN 'seating' ELSE 'storage' END" in fixed
     assert _one(store, fixed) == "seating"
     assert ternary_to_case("MATCH (r {name: 'a?b:c'}) RETURN r") == ("MATCH (r {name: 'a?b:c'}) RETURN r", [])
+
+
+# -- things the perception knows but never saw -------------------------------------------------------------
+def test_the_labelspace_is_kept_with_the_graph(tmp_path: Path, hydra_graph: SceneGraph) -> None:
+    known = hydra_graph.metadata["known_classes"]
+    assert {"flora", "clothes", "seating"} <= set(known["Object"]) and known["Room"] == ["hallway", "lounge"]
+    with open_store(tmp_path / "db") as s:
+        s.load(hydra_graph)
+        s.query("MATCH (o:Object {nodeSymbol: 'O43'}) SET o.note = 'moved'", read_only=False)
+    with open_store(tmp_path / "db") as s:  # another process, after a write
+        assert "flora" in s.known_classes()["Object"]
+
+
+def test_unseen_classes_link_as_absent(store: CypherStore) -> None:
+    linker = EntityLinker(store)
+    plants = linker.link("Did the robot see any plants or flowers anywhere? How many?")
+    assert {(link.value, link.seen) for link in plants} == {("flora", False), ("flower", False)}
+    assert "(none in this graph)" in plants[0].describe()
+    clothes = linker.link("Did somebody leave clothes lying around, like a jacket?")
+    assert [(link.value, link.seen) for link in clothes] == [("clothes", False)]
+    # layout words are frames of reference, not things to find; seen classes keep their members
+    floor = linker.link("Which of the decorations sits closest to the floor?")
+    assert [(link.value, link.seen) for link in floor] == [("decor", True)]
+    # one pattern per class joined by OR: one pattern with IN
+    fixed, notes = alternatives_in_map(
+        "MATCH (o:Object {class: 'flora'}) OR (o:Object {class: 'flower'}) RETURN count(DISTINCT o)"
+    )
+    assert notes and _one(store, fixed) == "0"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from scenerag.agents.grounding import symbol_spellings
@@ -87,7 +87,8 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "laundry machine": ("washing_machine",),
     "tumble dryer": ("dryer",),
     # decor
-    "plant": ("decor", "plant", "flora"),
+    "plant": ("plant", "flora", "decor"),  # a perception's own plant class first, where it has one
+    "plants": ("plant", "flora", "decor"),
     "painting": ("decor", "picture", "painting"),
     "paintings": ("decor", "picture", "painting"),
     "picture": ("decor", "picture", "painting"),
@@ -96,8 +97,8 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "poster": ("decor", "sign"),
     "vase": ("decor", "vase"),
     "artwork": ("decor", "painting", "picture"),
-    "flower": ("plant", "flora", "decor"),
-    "flowers": ("plant", "flora", "decor"),
+    "flower": ("flower", "plant", "flora", "decor"),
+    "flowers": ("flower", "plant", "flora", "decor"),
     "art": ("decor",),
     "decoration": ("decor",),
     "decorations": ("decor",),
@@ -111,6 +112,16 @@ LEXICON: dict[str, tuple[str, ...]] = {
     "exit": ("sign",),
     "board": ("sign",),
     # misc
+    # people
+    "people": ("human", "person"),
+    "person": ("human", "person"),
+    "persons": ("human", "person"),
+    # clothes
+    "clothing": ("clothes", "clothing"),
+    "jacket": ("clothes", "clothing", "jacket"),
+    "coat": ("clothes", "clothing", "coat"),
+    "sweater": ("clothes", "clothing", "sweater"),
+    "shirt": ("clothes", "clothing", "shirt"),
     "bike": ("bicycle", "bike"),
     "cycle": ("bicycle",),
     "bicycles": ("bicycle",),
@@ -340,11 +351,14 @@ class Link:
     value: str
     how: str  # exact, lexicon, embedding, symbol
     symbols: tuple[str, ...] = ()  # nodes with that value (for rooms and other small sets)
+    seen: bool = True  # False: a class the perception can name that no node has
 
     def describe(self, *, symbols: bool = True) -> str:
         """``'wastebin' is Object class 'trash'`` for the prompt (``symbols``: with the nodes of a small class)."""
         if self.key == ont.SYMBOL_KEY:
             return f"{self.mention!r} is {self.label} {self.value}"
+        if not self.seen:
+            return f"{self.mention!r} is {self.label} {self.key} '{self.value}' (none in this graph)"
         nodes = f" ({', '.join(self.symbols)})" if symbols and self.symbols and len(self.symbols) <= 6 else ""
         return f"{self.mention!r} is {self.label} {self.key} '{self.value}'{nodes}"
 
@@ -360,6 +374,8 @@ class _Vocabulary:
     label_words: set[str] = field(default_factory=set)
     #: floor symbols from the lowest level up (where the graph has a Floor layer with levels)
     floors: list[str] = field(default_factory=list)
+    #: classes the perception can name that no node has (from the store's labelspace)
+    unseen: set[str] = field(default_factory=set)
 
 
 class EntityLinker:
@@ -423,7 +439,15 @@ class EntityLinker:
         an Object class, not the parent_class of its handles)."""
         vocab = self.vocabulary()
         return [
-            Link(mention, label, key, value, how, vocab.members.get((label, key, value), ()))
+            Link(
+                mention,
+                label,
+                key,
+                value,
+                how,
+                vocab.members.get((label, key, value), ()),
+                seen=value not in vocab.unseen,
+            )
             for label, key in _class_first(vocab.values.get(value, []))
         ]
 
@@ -492,12 +516,12 @@ class EntityLinker:
                 continue
             found = self._match(pair.replace(" ", "_")) or self._match(pair) if pair else []
             if found:
-                links.extend(Link(pair, f.label, f.key, f.value, f.how, f.symbols) for f in found)
+                links.extend(replace(f, mention=pair) for f in found)
                 i += 2
                 continue
             found = self._match(word)
             if found:
-                links.extend(Link(word, f.label, f.key, f.value, f.how, f.symbols) for f in found)
+                links.extend(replace(f, mention=word) for f in found)
             elif word not in _STOP and len(word) > 2 and not set(_forms(word)) & vocab.label_words:
                 unmatched.append(word)
             i += 1
@@ -565,7 +589,8 @@ def mask_question(question: str, links: Iterable[Link]) -> str:
 def build_vocabulary(store: GraphStore) -> _Vocabulary:
     """Listed values of every label (from the schema; classes from the store where the schema has too many
     to list), class members and numbered names of small labels, the symbol letter of every label, floors
-    by level. A class that only repeats its label (``MeshPlace.class = 'mesh_place'``, ``Object.class =
+    by level, and the classes of the store's labelspace that no node has (``unseen``; layout words such as
+    "floor" left out). A class that only repeats its label (``MeshPlace.class = 'mesh_place'``, ``Object.class =
     'object'``) says nothing and is left out: linking it would demand a pointless filter."""
     schema: GraphSchema = store.schema()
     vocab = _Vocabulary()
@@ -596,6 +621,13 @@ def build_vocabulary(store: GraphStore) -> _Vocabulary:
             for value in classes:
                 if isinstance(value, str):
                     _add_value(vocab, label, ont.CLASS_KEY, value)
+        if info is not None:  # classes the perception can name but saw nowhere: "plants" is 'flora', none
+            known = getattr(store, "known_classes", dict)().get(label, ())
+            for value in known:
+                if value not in ont.BACKGROUND_CLASSES and value.lower() not in vocab.values:
+                    _add_value(vocab, label, ont.CLASS_KEY, value)
+                    vocab.members[(label, ont.CLASS_KEY, value)] = ()
+                    vocab.unseen.add(value)
         if small and "name" in schema.node_properties.get(label, {}):
             for row in store.query(
                 f"MATCH (n:`{label}`) WHERE n.name IS NOT NULL RETURN n.name AS name, n.nodeSymbol AS s",

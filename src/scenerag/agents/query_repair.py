@@ -355,6 +355,14 @@ _OR_MAP = re.compile(
 )
 
 
+#: ``(o:Object {class: 'flora'}) OR (o:Object {class: 'flower'})``: the same node, one pattern per value
+_OR_NODES = re.compile(
+    r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*(?P<l>`?\w+`?)\s*\{\s*(?P<k>\w+)\s*:\s*(?P<a>'[^']*')\s*\}\s*\)"
+    r"(?P<more>(?:\s+OR\s+\(\s*(?P=v)\s*:\s*(?P=l)\s*\{\s*(?P=k)\s*:\s*'[^']*'\s*\}\s*\))+)",
+    re.I,
+)
+
+
 _CENTER_ARGUMENT = re.compile(
     r"(?P<lead>point\.distance\(\s*|,\s*)\((?P<v>[A-Za-z_]\w*)\.center\b[^()]*\)(?=\s*[,)])", re.I
 )
@@ -372,9 +380,10 @@ def center_arguments(query: str) -> tuple[str, list[str]]:
 
 
 def alternatives_in_map(query: str) -> tuple[str, list[str]]:
-    """``(o:Object {class: 'pet' OR class: 'animal'})`` (not Cypher: a map holds one value per key) becomes
-    ``(o:Object)`` with ``o.class IN ['pet', 'animal']`` in its MATCH's WHERE. ``(query, notes)``."""
-    m = _OR_MAP.search(query)
+    """``(o:Object {class: 'pet' OR class: 'animal'})`` (not Cypher: a map holds one value per key), or
+    ``(o:Object {class: 'pet'}) OR (o:Object {class: 'animal'})``, becomes ``(o:Object)`` with ``o.class IN
+    ['pet', 'animal']`` in its MATCH's WHERE. ``(query, notes)``."""
+    m = _OR_MAP.search(query) or _OR_NODES.search(query)
     if m is None:
         return query, []
     values = [m.group("a"), *re.findall(r"'[^']*'", m.group("more"))]

@@ -59,6 +59,16 @@ HIERARCHY_EDGE_TYPES: frozenset[str] = frozenset({CONTAINS, HAS_ELEMENT})
 # Reserved property names written by scenerag itself.
 SYMBOL_KEY = "nodeSymbol"
 CLASS_KEY = "class"
+#: ``SceneGraph.metadata`` key: label -> every class the perception can name (a labelspace), seen or not
+KNOWN_CLASSES = "known_classes"
+#: labelspace classes for layout and surfaces ("floor", "wall", "path", "thing"): questions use the words as
+#: frames of reference ("closest to the floor", "the path to R3", "things in the lounge"), not as things to find
+BACKGROUND_CLASSES = frozenset(
+    {
+        "floor", "ground", "ceiling", "wall", "sky", "road", "sidewalk", "path", "surface", "structure",
+        "thing", "unknown", "building", "water", "grass", "sand", "hill", "rock", "stairs", "bridge", "dock",
+    }
+)  # fmt: skip
 CENTER_KEY = "center"
 BBOX_CENTER_KEY = "bbox_center"
 BBOX_DIM_KEY = "bbox_dim"

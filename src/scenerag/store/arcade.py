@@ -24,12 +24,20 @@ from scenerag import interrupts
 from scenerag.errors import StoreError
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import Node, SceneGraph
-from scenerag.store.base import CypherStore, ProgressFn, QueryError, db_error, normalize_value
+from scenerag.store.base import (
+    CypherStore,
+    ProgressFn,
+    QueryError,
+    db_error,
+    known_classes_of,
+    normalize_value,
+)
 from scenerag.store.introspect import introspect
 from scenerag.store.rows import CELL_KEY, CELL_SIZE_M, edge_groups, node_extras, nodes_by_label
 from scenerag.store.schema import SCHEMA_VERSION, GraphSchema, schema_from_graph
 
 CURRENT = "CURRENT"
+KNOWN_CLASSES_FILE = "known_classes.json"  # what the perception can name; writes to the graph keep it
 _CHUNK = 100_000
 _EDGE_CHUNK = 500_000
 _COLLECTOR_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
@@ -291,6 +299,7 @@ class ArcadeStore(CypherStore):
             db = adb.create_database(str(gen_dir / "db"))
             schema = self._bulk_load(db, graph, progress, worker)
             (gen_dir / "schema.json").write_text(json.dumps(schema.to_dict()))
+            (gen_dir / KNOWN_CLASSES_FILE).write_text(json.dumps(known_classes_of(graph)))
         except BaseException as exc:
             if db is not None:
                 with contextlib.suppress(Exception):
@@ -468,6 +477,14 @@ class ArcadeStore(CypherStore):
         finally:
             with contextlib.suppress(Exception):
                 rs.close()
+
+    def known_classes(self) -> dict[str, list[str]]:
+        """The loaded graph's labelspace (see :meth:`CypherStore.known_classes`), read from the generation."""
+        file = self.root / (self._gen or "") / KNOWN_CLASSES_FILE
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            data = json.loads(file.read_text())
+            return {str(k): [str(c) for c in v] for k, v in data.items()}
+        return {}
 
     def _introspect(self) -> GraphSchema:
         if self._db is None:

@@ -157,6 +157,18 @@ class GraphStore(Protocol):
         """Release the database."""
 
 
+def known_classes_of(graph: SceneGraph) -> dict[str, list[str]]:
+    """``graph.metadata['known_classes']`` checked: label -> sorted class names (empty when absent)."""
+    raw = graph.metadata.get(ont.KNOWN_CLASSES)
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(label): sorted({str(c) for c in classes if isinstance(c, str) and c})
+        for label, classes in raw.items()
+        if isinstance(classes, (list, tuple, set))
+    }
+
+
 def normalize_value(value: Any) -> Any:
     """Make a value read from a store plain JSON: points -> {x, y, z} (dropping crs/srid)."""
     if isinstance(value, dict):
@@ -207,6 +219,7 @@ class CypherStore(abc.ABC):
             with self._lock:
                 self._load(graph, progress)
                 self._schema = None
+                self._known_classes = known_classes_of(graph)
         finally:
             if was_enabled:
                 gc.enable()
@@ -219,6 +232,12 @@ class CypherStore(abc.ABC):
 
     def schema_text(self) -> str:
         return self.schema().to_text()
+
+    def known_classes(self) -> dict[str, list[str]]:
+        """Classes the graph's perception can name, per label, whether or not a node has them (a
+        labelspace: ``{'Object': ['bag', 'flora', ...]}``); empty when the loaded graph did not say. Kept
+        in memory from :meth:`load`; a backend that persists it overrides this."""
+        return dict(getattr(self, "_known_classes", {}))
 
     def query(
         self,

@@ -146,6 +146,12 @@ def from_spark_dsg(dsg: Any, source: str = "<spark_dsg>") -> SceneGraph:
     graph.metadata["labelspaces"] = {
         k: {str(i): n for i, n in v.items()} for k, v in labelspaces.items() if v
     }
+    known: dict[str, set[str]] = {}
+    for symbol, (layer_id, partition) in layer_of.items():
+        key = f"{layer_id}[{partition}]" if partition else str(layer_id)
+        if labelspaces.get(key):
+            known.setdefault(label_of[symbol], set()).update(labelspaces[key].values())
+    graph.metadata[ont.KNOWN_CLASSES] = {label: sorted(names) for label, names in known.items()}
     return graph
 
 
