@@ -25,6 +25,7 @@ from scenerag.agents.query_repair import (
     drop_idle_sibling,
     merge_union_by_symbol,
     name_the_named,
+    order_by_superlative,
     repair_mentions,
     repair_node_operators,
     repair_query,
@@ -563,3 +564,16 @@ def test_unseen_classes_link_as_absent(store: CypherStore) -> None:
         "MATCH (o:Object {class: 'flora'}) OR (o:Object {class: 'flower'}) RETURN count(DISTINCT o)"
     )
     assert notes and _one(store, fixed) == "0"
+
+
+def test_the_order_follows_the_questions_superlative(store: CypherStore) -> None:
+    copied = (
+        "MATCH (r:Room {nodeSymbol: 'R3'})-[:CONTAINS*]->(a:MeshPlace)-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) "
+        "WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 RETURN a.nodeSymbol"
+    )
+    fixed, notes = order_by_superlative(copied, "In hallway R3, which mesh place has the fewest links?")
+    assert notes and "ORDER BY n ASC LIMIT 1" in fixed
+    assert _one(store, fixed) == "P8638"
+    assert order_by_superlative(copied, "Which mesh place in R3 has the most links?") == (copied, [])
+    both = "Which seat is closest to the highest light?"  # two superlatives, two orders: left alone
+    assert order_by_superlative(copied, both) == (copied, [])

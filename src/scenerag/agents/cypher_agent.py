@@ -47,6 +47,7 @@ from scenerag.agents.query_repair import (
     fill_ignored_values,
     merge_union_by_symbol,
     name_the_named,
+    order_by_superlative,
     repair_mentions,
     repair_node_operators,
     repair_query,
@@ -548,6 +549,8 @@ class CypherAgent:
             draft.cypher = self._linked_values(state, draft.cypher, links)
             if self.config.auto_repair:
                 draft.cypher, notes = center_arguments(draft.cypher)
+                draft.cypher, more = order_by_superlative(draft.cypher, question)
+                notes += more
                 if _measured_from_center(question, links):
                     draft.cypher, more = detach_measured_container(draft.cypher)
                     notes += more

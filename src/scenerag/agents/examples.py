@@ -162,6 +162,8 @@ class _Values:
     leaves: list[tuple[str, str, tuple[float, float, float]]] = field(default_factory=list)
     places: list[str] = field(default_factory=list)
     singleton_class: str | None = None
+    #: every class with exactly one node
+    singleton_classes: list[str] = field(default_factory=list)
 
 
 def _values(store: GraphStore, roles: GraphRoles) -> _Values:
@@ -173,6 +175,7 @@ def _values(store: GraphStore, roles: GraphRoles) -> _Values:
         v.classes = [str(r["c"]) for r in rows if r.get("c")]
         single = [str(r["c"]) for r in rows if r.get("c") and r["n"] == 1]
         v.singleton_class = single[0] if single else None
+        v.singleton_classes = single
         rows = store.query(
             f"MATCH (o:`{roles.leaf}`) RETURN o.nodeSymbol AS s, o.class AS c, o.center AS p "
             "ORDER BY o.nodeSymbol LIMIT 40"
@@ -395,6 +398,15 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1",
             )
         )
+        if len(v.singleton_classes) > 1:  # two things named by their classes, one node each
+            s1, s2 = v.singleton_classes[:2]
+            ex.append(
+                (
+                    f"Which one is taller, the {s1} or the {s2}?",
+                    f"MATCH (o:{OB}) WHERE o.class IN ['{s1}', '{s2}'] RETURN o.nodeSymbol "
+                    "ORDER BY o.bbox_dim[2] DESC LIMIT 1",
+                )
+            )
         ex.append(  # volume: the product of the box's sides
             (
                 f"Which has the bigger bounding-box volume, {o1} or {o2}?",
@@ -612,7 +624,21 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 f"Which {OB.lower()}s are not in any {R.lower()}?",
                 f"MATCH (o:{OB}) WHERE NOT EXISTS {{ MATCH (:{R})-[:CONTAINS*]->(o) }} RETURN o.nodeSymbol",
             ),
+            (
+                f"How many {P} nodes belong to no {R.lower()}?",
+                f"MATCH (p:{P}) WHERE NOT EXISTS {{ MATCH (:{R})-[:CONTAINS*]->(p) }} RETURN count(p)",
+            ),
         ]
+        if rcx and len(v.region_classes) > 1:  # kinds in one class of region and in none of another
+            other = v.region_classes[1]
+            ex.append(
+                (
+                    f"What kinds of {OB.lower()}s are in the {rcx} but in none of the {_plural(other)}?",
+                    f"MATCH (:{R} {{class: '{other}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS "
+                    f"elsewhere MATCH (:{R} {{class: '{rcx}'}})-[:CONTAINS*]->(o:{OB}) WHERE NOT o.class IN "
+                    "elsewhere RETURN DISTINCT o.class",
+                )
+            )
         if rcx:
             ex.append(
                 (
@@ -738,7 +764,7 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
     if not R:
         return ex
     rl = R.lower()
-    r1, r2 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2")
+    r1, r2, r3 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2"), _pick(v.regions, 2, "R3")
     ex += [
         (
             f"How many {_plural(c2)} are in the {rl} with the most {_plural(c1)}?",
@@ -753,6 +779,11 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
         (
             f"What kinds of {OB.lower()}s are in {r1} and {r2}?",
             f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] RETURN DISTINCT o.class",
+        ),
+        (  # which of two regions is nearer a third: centers
+            f"Which is closer to {r1}, {r2} or {r3}?",
+            f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R}) WHERE b.nodeSymbol IN ['{r2}', '{r3}'] "
+            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
         ),
         (  # a kind in both: the second region's kinds among the first's
             f"What kinds of {OB.lower()}s are in both {r1} and {r2}?",

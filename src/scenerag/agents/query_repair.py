@@ -813,3 +813,36 @@ def ternary_to_case(query: str) -> tuple[str, list[str]]:
     if fixed == query:
         return query, []
     return fixed, ["Cypher has no '? :' operator: wrote it as CASE WHEN ... THEN ... ELSE ... END"]
+
+
+_LEAST = re.compile(
+    r"\b(fewest|least|smallest|lowest|closest|nearest|shortest|minimum|tiniest|narrowest|shallowest)\b", re.I
+)
+_MOST = re.compile(
+    r"\b(most|largest|biggest|highest|farthest|furthest|longest|tallest|maximum|greatest|widest|bulkiest)\b",
+    re.I,
+)
+_ORDER_LIMIT_1 = re.compile(
+    r"\bORDER\s+BY\s+(?P<key>[^;]+?)(?:\s+(?P<dir>ASC|ASCENDING|DESC|DESCENDING))?\s+LIMIT\s+1\b", re.I
+)
+
+
+def order_by_superlative(query: str, question: str) -> tuple[str, list[str]]:
+    """``ORDER BY n DESC LIMIT 1`` for "which place has the *fewest* links" (the order copied from an
+    example): turned to match the question's one superlative. Only where the question's superlatives all
+    point one way and the query picks one row by one ordering. ``(query, notes)``."""
+    least, most = _LEAST.search(question), _MOST.search(question)
+    orders = list(_ORDER_LIMIT_1.finditer(query))
+    if bool(least) == bool(most) or len(orders) != 1 or "," in orders[0].group("key"):
+        return query, []
+    m = orders[0]
+    descending = (m.group("dir") or "ASC").upper().startswith("DESC")
+    if descending == bool(most):
+        return query, []
+    word = (least or most).group(1)  # type: ignore[union-attr]
+    fixed = (
+        query[: m.start()]
+        + f"ORDER BY {m.group('key')} {'DESC' if most else 'ASC'} LIMIT 1"
+        + query[m.end() :]
+    )
+    return fixed, [f"the question asks for the {word}: ordered {'DESC' if most else 'ASC'}"]
