@@ -577,3 +577,12 @@ def test_the_order_follows_the_questions_superlative(store: CypherStore) -> None
     assert order_by_superlative(copied, "Which mesh place in R3 has the most links?") == (copied, [])
     both = "Which seat is closest to the highest light?"  # two superlatives, two orders: left alone
     assert order_by_superlative(copied, both) == (copied, [])
+
+
+def test_a_count_of_pairs_counts_the_pairs() -> None:
+    pairs = [("R1", "R2"), ("R2", "R3"), ("R2", "R4"), ("R3", "R5"), ("R4", "R5")]
+    rows = [{"a.nodeSymbol": a, "b.nodeSymbol": b} for a, b in pairs]
+    answer = format_rows(
+        ["a.nodeSymbol", "b.nodeSymbol"], rows, question="How many room connections?", answer_type="number"
+    )
+    assert answer == "5"  # not the 4 rooms that start a pair

@@ -177,6 +177,9 @@ def format_rows(
     cells = [r.get(col) for r in rows]
     if answer_type in ("number", "string", "point") or (answer_type is None and single and len(rows) == 1):
         if answer_type == "number" and len(rows) > 1 and not all(isinstance(c, (int, float)) for c in cells):
+            if len(columns) > 1 and all(has_symbol_shape(r.get(c)) for r in rows for c in columns):
+                # pairs (R1, R2), (R2, R3): "how many connections" counts the pairs
+                return format_sldp(SldpNumber(len({tuple(str(r.get(c)) for c in columns) for r in rows})))
             return format_sldp(SldpNumber(len({str(c) for c in _flatten(cells)})))
         cell = cells[0]
         if isinstance(cell, list) and answer_type == "number":

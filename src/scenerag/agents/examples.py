@@ -828,6 +828,11 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
                 f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB} {{nodeSymbol: '{o2}'}}) "
                 f"RETURN EXISTS {{ MATCH (a)<-[:CONTAINS]-(:{P})-[:CONTAINS]->(b) }}",
             ),
+            (  # a large object spans several places
+                f"Which {_plural(c1)} in {r2} sit on more than one {P}?",
+                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P})-[:CONTAINS]->(o:{OB} {{class: '{c1}'}}) "
+                "WITH o, count(DISTINCT p) AS n WHERE n > 1 RETURN o.nodeSymbol",
+            ),
         ]
         if roles.place_link:
             pl = roles.place_link
@@ -890,6 +895,11 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
                     f"Inside {rc}, which {P} has the most direct links to other {P} nodes?",
                     f"MATCH (r:{R} {{nodeSymbol: '{rc}'}})-[:CONTAINS*]->(a:{P})-[:{pl}]-(b:{P}) "
                     "WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 RETURN a.nodeSymbol",
+                ),
+                (  # the regions of a place's neighbours
+                    f"Which {rl}s do the {P} nodes next to {_pick(v.places, 0, 'P1')} belong to?",
+                    f"MATCH (a:{P} {{nodeSymbol: '{_pick(v.places, 0, 'P1')}'}})-[:{pl}]-(q:{P})<-[:CONTAINS*]-"
+                    f"(r:{R}) RETURN DISTINCT r.nodeSymbol",
                 ),
                 (  # the places where two neighbouring regions meet
                     f"Which {P} nodes of {ra} link directly to a {P} of {rc}?",
