@@ -506,6 +506,12 @@ def test_generated_examples_for_intersections_degree_and_borders_run(store: Cyph
         "link directly to a",
         "no direct connection",
         "bounding-box volume",
+        "but in none of the",
+        "belong to no",
+        "taller, the",
+        "on more than one",
+        "belong to?",
+        "Which is closer to R",
     )
     for key in wanted:
         found = [q for q in examples if key in q]
