@@ -342,3 +342,10 @@ def test_true_or_false_where_a_number_is_asked_for_goes_back(store: CypherStore)
     result = agent.run("How many chairs are in the kitchen?", answer_type="number")
     assert result.answer not in ("true", "false", "yes", "no") and result.answer.isdigit()
     assert len(model.calls) == 2 and "true/false" in model.calls[1].messages[-1].content
+
+
+def test_classes_the_building_never_holds_link_as_absent(store: CypherStore) -> None:
+    linker = EntityLinker(store)
+    found = {link.value: link.seen for link in linker.link("Is there a dishwasher or a laptop anywhere?")}
+    assert found == {"dishwasher": False, "laptop": False}  # in the class list, no instance
+    assert {link.value: link.seen for link in linker.link("How many plants are there?")} == {"plant": True}

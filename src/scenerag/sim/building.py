@@ -1098,6 +1098,11 @@ class Building:
                 "seed": self.config.seed,
                 "config": _config_dict(self.config),
                 "classes": list(CLASS_NAMES),
+                # what the (oracle) perception can name: asked-for classes with no instance are absent
+                ont.KNOWN_CLASSES: {
+                    ont.OBJECT: sorted({*OBJECT_CLASSES, "door", "stairs"}),
+                    ont.FUNCTIONAL_ELEMENT: sorted(FUNCTIONAL_CLASSES),
+                },
             }
         )
         x0, y0, x1, y1 = self.footprint
