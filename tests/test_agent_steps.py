@@ -31,6 +31,7 @@ from scenerag.agents.query_repair import (
     repair_query,
     repair_symbol_layers,
     return_the_neighbour,
+    symbols_as_nodes,
     ternary_to_case,
 )
 from scenerag.lang import sldp_equal
@@ -592,3 +593,15 @@ def test_a_count_of_pairs_counts_the_pairs() -> None:
         ["a.nodeSymbol", "b.nodeSymbol"], rows, question="How many room connections?", answer_type="number"
     )
     assert answer == "5"  # not the 4 rooms that start a pair
+
+
+def test_a_symbol_written_for_a_nodes_position(store: CypherStore) -> None:
+    labels = {"O300": "Object"}.get
+    fixed, notes = symbols_as_nodes(
+        "MATCH (o:Object {nodeSymbol: 'O300'}) WHERE o <> 'O300' AND point.distance(o.center, 'O300') < 8 "
+        "RETURN count(o)",
+        labels,
+    )
+    assert notes and _one(store, fixed) == "2"  # the two objects within 8 m of light O300, not O300 itself
+    kept = "MATCH (o:Object {nodeSymbol: 'O300'}) RETURN o.center"
+    assert symbols_as_nodes(kept, labels) == (kept, [])

@@ -55,6 +55,7 @@ from scenerag.agents.query_repair import (
     repair_symbol_layers,
     return_the_neighbour,
     split_subquery_arithmetic,
+    symbols_as_nodes,
     ternary_to_case,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
@@ -449,6 +450,8 @@ class CypherAgent:
             split, more = merge_union_by_symbol(split)
             notes += more
             split, more = ternary_to_case(split)
+            notes += more
+            split, more = symbols_as_nodes(split, self._symbol_labels(split).get)
             notes += more
             split, more = repair_symbol_layers(split, self._symbol_labels(split), schema)
             notes += more

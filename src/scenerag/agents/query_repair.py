@@ -846,3 +846,49 @@ def order_by_superlative(query: str, question: str) -> tuple[str, list[str]]:
         + query[m.end() :]
     )
     return fixed, [f"the question asks for the {word}: ordered {'DESC' if most else 'ASC'}"]
+
+
+_SYMBOL_AS_POINT = re.compile(
+    r"'(?P<a>[A-Z]{1,2}\d+)'\s*\.\s*center\b"  # 'O300'.center
+    r"|(?<=point\.distance\()\s*'(?P<b>[A-Z]{1,2}\d+)'(?=\s*,)"  # point.distance('O300', ...)
+    r"|(?<=,)\s*'(?P<c>[A-Z]{1,2}\d+)'(?=\s*\))",  # point.distance(..., 'O300')
+)
+
+
+def symbols_as_nodes(query: str, label_of: Callable[[str], str | None]) -> tuple[str, list[str]]:
+    """A node's symbol written where the node's position is meant (``point.distance(o.center, 'O300')``,
+    ``'O300'.center``): a pattern for that node is matched first and its center used; ``o <> 'O300'`` then
+    compares with that node, and a variable pinned to the same symbol *and* compared with it (``(o
+    {nodeSymbol: 'O300'}) ... o <> 'O300'``) is unpinned: it stands for the other nodes. ``label_of``: a
+    symbol's label (None: not a node). ``(query, notes)``; unchanged when no symbol is used as a point."""
+    if "point.distance" not in query.lower() and ".center" not in query:
+        return query, []
+    symbols = [
+        sym
+        for sym in dict.fromkeys(next(g for g in m.groups() if g) for m in _SYMBOL_AS_POINT.finditer(query))
+        if label_of(sym)
+    ]
+    fixed, notes = query, []
+    for symbol in symbols:
+        ref = f"ref{symbol}"
+        fixed = re.sub(rf"'{symbol}'\s*\.\s*center\b", f"{ref}.center", fixed)
+        fixed = re.sub(
+            rf"(?<=point\.distance\()\s*'{symbol}'(?=\s*,)|(?<=,)\s*'{symbol}'(?=\s*\))",
+            f" {ref}.center",
+            fixed,
+        )
+        bare = rf"(?<![.\w])([A-Za-z_]\w*)\s*<>\s*'{symbol}'"
+        for var in re.findall(bare, fixed):  # (o:Object {nodeSymbol: 'O300'}) ... o <> 'O300': any other node
+            fixed = re.sub(
+                rf"\(\s*{var}\s*:\s*(`?\w+`?)\s*\{{\s*nodeSymbol\s*:\s*'{symbol}'\s*\}}\s*\)",
+                rf"({var}:\1)",
+                fixed,
+            )
+        fixed = re.sub(bare, rf"\1 <> {ref}", fixed)
+        match = re.search(r"\bMATCH\s+", fixed, re.I)
+        if match is None:
+            return query, []
+        node = f"({ref}:{label_of(symbol)} {{nodeSymbol: '{symbol}'}}), "
+        fixed = fixed[: match.end()] + node + fixed[match.end() :]
+        notes.append(f"'{symbol}' is a node's symbol, not its position: matched {symbol} and used its center")
+    return fixed, notes

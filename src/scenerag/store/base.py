@@ -191,6 +191,7 @@ class CypherStore(abc.ABC):
         self.default_timeout_s = default_timeout_s
         self.default_max_rows = default_max_rows
         self._schema: GraphSchema | None = None
+        self._known_classes: dict[str, list[str]] = {}
         self._lock = threading.RLock()
 
     # -- backend hooks ------------------------------------------------------------------------------
@@ -237,7 +238,7 @@ class CypherStore(abc.ABC):
         """Classes the graph's perception can name, per label, whether or not a node has them (a
         labelspace: ``{'Object': ['bag', 'flora', ...]}``); empty when the loaded graph did not say. Kept
         in memory from :meth:`load`; a backend that persists it overrides this."""
-        return dict(getattr(self, "_known_classes", {}))
+        return dict(self._known_classes)
 
     def query(
         self,
