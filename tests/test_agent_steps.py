@@ -11,6 +11,7 @@ import pytest
 
 from conftest import scripted_agent
 from scenerag import SceneGraph
+from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import format_rows
 from scenerag.agents.cypher_agent import choice_return, extreme_return, shape_mismatch, symbol_return
 from scenerag.agents.cypher_check import check_cypher
@@ -115,6 +116,19 @@ def test_split_replies_are_parsed_strictly() -> None:
     assert split_by_form("Which room is the light in?", ROOMS) is None
 
 
+def test_picked_then_named_again_is_split_without_the_model() -> None:
+    assert split_by_form(
+        "Find the storage unit closest to the sign O95. Which room is that storage unit in?", ROOMS
+    ) == Split("Which storage unit is closest to the sign O95?", "Which room is #1 in?")
+    assert split_by_form(
+        "Take whatever object is nearest to the middle of hallway R2. Which mesh place is it on? Just the mesh place.",
+        ("hallway", "mesh place"),
+    ) == Split(
+        "Which object is nearest to the middle of hallway R2?",
+        "Which mesh place is #1 on? Just the mesh place.",
+    )
+
+
 @pytest.mark.parametrize(
     ("question", "first", "then"),
     [
@@ -167,7 +181,7 @@ LIGHT_NEAR_BIKE = (
 )
 
 
-TWO_STEPS = "Find the light nearest to the bike. Which room is that light in?"
+TWO_STEPS = "What's the light nearest to the bike, and which room is that light in?"  # split by the model
 
 
 def test_a_two_step_question_is_answered_step_by_step(store: CypherStore) -> None:
@@ -605,3 +619,12 @@ def test_a_symbol_written_for_a_nodes_position(store: CypherStore) -> None:
     assert notes and _one(store, fixed) == "2"  # the two objects within 8 m of light O300, not O300 itself
     kept = "MATCH (o:Object {nodeSymbol: 'O300'}) RETURN o.center"
     assert symbols_as_nodes(kept, labels) == (kept, [])
+
+
+def test_an_answer_of_another_layer_than_asked_goes_back(store: CypherStore) -> None:
+    agent = CypherAgent(None, store, CypherAgentConfig())  # type: ignore[arg-type]
+    asked = "Take the box closest to the bike. Which mesh place is that box sitting on?"
+    assert "MeshPlace" in (agent._wrong_layer(asked, "O59") or "")
+    assert agent._wrong_layer(asked, "P22249") is None
+    assert agent._wrong_layer("Which place to sit is farthest from the lounge?", "O55") is None
+    assert agent._wrong_layer("Which objects are in R1?", "<O3, O7>") is None

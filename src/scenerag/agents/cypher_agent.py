@@ -699,6 +699,9 @@ class CypherAgent:
             )
             if answer is None:
                 answer = self._answer_from_rows(state, question, draft.cypher, result, answer_type)
+            wrong_layer = self._wrong_layer(question, answer)
+            if wrong_layer and self._retry(state, attempt, wrong_layer):
+                continue
             self._accept(state, answer)
             return
         if state.result.answer is None:
@@ -718,6 +721,34 @@ class CypherAgent:
         roles = GraphRoles.from_schema(self.store.schema())
         types = [t for t in (roles.region_link, roles.place_link) if t]
         return stray + [t for t in types if re.search(rf"\[\s*\w*\s*:\s*{t}\b", query)]
+
+    def _wrong_layer(self, question: str, answer: str | None) -> str | None:
+        """Why ``answer`` is not what "which <layer> ..." asks (None when it is, or the question names no
+        layer): "Which mesh place is that box on?" answered with the box's own symbol ``O59``."""
+        asked = re.match(r"^\s*(?:which|what)\s+(\w+(?:\s+\w+)?)", _last_question(question), re.I)
+        if asked is None or answer is None:
+            return None
+        vocab = self.linker().vocabulary()
+        words = asked.group(1).lower()
+        label = next(
+            (
+                lab
+                for lab in set(vocab.prefixes.values())
+                if re.match(rf"{ont.layer_name(lab).replace('_', ' ')}s?\b(?!\s+to\b)", words)
+            ),
+            None,
+        )
+        symbols = re.findall(r"\b[A-Z]{1,2}\d+\b", answer)
+        if label is None or not symbols:
+            return None
+        given = {vocab.prefixes.get(sym[0]) for sym in symbols}
+        if label in given or None in given or len(given) != 1:
+            return None
+        other, layer = given.pop(), ont.layer_name(label).replace("_", " ")
+        return (
+            f"The question asks which {layer}, but the query returned {other} symbols ({', '.join(symbols[:3])}): "
+            f"return the {label} nodes themselves (e.g. the {label} that CONTAINS or is linked to them)."
+        )
 
     def _symbol_labels(self, query: str) -> dict[str, str]:
         """The label of each node the query names by symbol (``{'O300': 'Object'}``; looked up once)."""
@@ -1097,6 +1128,13 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
     if answer_type == "number" and not any(isinstance(v, (int, float)) for v in cells) and len(cells) == 1:
         return "It returned a name, but the question asks for a number: return the count or the measure."
     return None
+
+
+def _last_question(text: str) -> str:
+    """The sentence of ``text`` that asks ("Take the box closest to the bike. Which mesh place is it on?"
+    -> "Which mesh place is it on?"): the last one starting with which/what, else the whole text."""
+    asking = [c for c in re.split(r"(?<=[.:;?!])\s+", text) if re.match(r"\s*(?:which|what)\b", c, re.I)]
+    return asking[-1] if asking else text
 
 
 def _is_number(value: object) -> bool:

@@ -135,7 +135,12 @@ def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None
     """
     container = _container_pattern(containers)
     text = _PARENTHESIS.sub(" ", question).strip()
-    return _picked_inside(text, container) or _described(text, container) or _found_in_named(text, container)
+    return (
+        _picked_inside(text, container)
+        or _described(text, container)
+        or _found_in_named(text, container)
+        or _picked_then_named(text)
+    )
 
 
 def _picked_inside(text: str, container: str) -> Split | None:
@@ -227,6 +232,34 @@ def _found_in_named(text: str, container: str) -> Split | None:
             noun = again.group(1)
             then = later[: again.start()] + "#1" + later[again.end() :]
             return Split(f"Which {noun} is {where.group(0)}?", " ".join([then, *clauses[i + 1 :]]).strip())
+    return None
+
+
+_PICK_FIRST = re.compile(
+    rf"^\s*(?:take|find|pick|consider|get|look\s+at)\s+(?:the|whatever|a|an)\s+"
+    rf"(?P<head>(?!is\b)\w+(?:\s+(?!is\b|that\b|which\b)\w+)?)\s+(?:(?:that|which)\s+)?(?:is\s+|'s\s+)?"
+    rf"(?P<how>{_PICKED}\s+.+?)\s*$",
+    re.I,
+)
+
+
+def _picked_then_named(text: str) -> Split | None:
+    """ "Take the box closest to the bike. Which mesh place is that box sitting on?" -> "Which box is
+    closest to the bike?", "Which mesh place is #1 sitting on?"."""
+    clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
+    if len(clauses) < 2:
+        return None
+    m = _PICK_FIRST.match(clauses[0].rstrip(".:;!"))
+    if m is None:
+        return None
+    head = re.compile(rf"\b(?:that|this|those|these)\s+{re.escape(m.group('head'))}\b", re.I)
+    for i, later in enumerate(clauses[1:], start=1):
+        again = head.search(later) or _ANAPHOR_NODE.search(later)
+        if again and _ASKS.search(later):
+            then = later[: again.start()] + "#1" + later[again.end() :]
+            return Split(
+                f"Which {m.group('head')} is {m.group('how')}?", " ".join([then, *clauses[i + 1 :]]).strip()
+            )
     return None
 
 
