@@ -628,3 +628,15 @@ def test_an_answer_of_another_layer_than_asked_goes_back(store: CypherStore) -> 
     assert agent._wrong_layer(asked, "P22249") is None
     assert agent._wrong_layer("Which place to sit is farthest from the lounge?", "O55") is None
     assert agent._wrong_layer("Which objects are in R1?", "<O3, O7>") is None
+
+
+def test_the_class_of_a_named_node_is_no_copied_filter(store: CypherStore) -> None:
+    agent = CypherAgent(None, store, CypherAgentConfig())  # type: ignore[arg-type]
+    question = "Which mesh places is the seat O55 resting on?"
+    query = (
+        "MATCH (o:Object {nodeSymbol: 'O55'})<-[:CONTAINS]-(p:MeshPlace)-[:CONTAINS]->(o2:Object {class: 'seating'}) "
+        "RETURN p.nodeSymbol"
+    )
+    links = agent.linker().link(question)
+    assert agent._invented(query, links, question) == []
+    assert agent._invented(query.replace("'seating'", "'light'"), links, question) == ["'light'"]

@@ -496,6 +496,9 @@ class CypherAgent:
         invented = invented_symbols(query, links, question)
         schema = self.store.schema()
         linked = {link.value.lower() for link in links}
+        for link in links:  # "the seat O55": O55's own class is no copy
+            if link.key == ont.SYMBOL_KEY and (cls := self.linker().class_of(link.value)):
+                linked.add(cls.lower())
         words = set(re.findall(r"[a-z]+", question.lower()))
         for value in dict.fromkeys(re.findall(r"'([^']*)'", query)):
             owner = schema.value_owner(value)
