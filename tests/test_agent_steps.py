@@ -114,6 +114,8 @@ def test_split_replies_are_parsed_strictly() -> None:
         "Which box is nearest to O3?", "Which mesh place is #1 sitting on?"
     )
     assert split_by_form("Which room is the light in?", ROOMS) is None
+    # a relative clause that does not place a named node in the container ("R2 is made of") is no step
+    assert split_by_form("Name the places that room R2 is made of.", ROOMS) is None
 
 
 def test_picked_then_named_again_is_split_without_the_model() -> None:

@@ -176,7 +176,7 @@ def _described(text: str, container: str) -> Split | None:
         return _split_at(text, linked, f"Which {_plural(linked.group('c'))} {verb}{rel}?")
     holding = _find(
         rf"\bthe\s+(?P<c>{container})\s+(?:that|which|where)\s+(?:the\s+)?(?P<s>(?:\w+\s+){{0,2}}?{_SYMBOL})"
-        rf"(?:\s+(?:is|are|was|hangs|sits|stands|lies|is\s+\w+ed))?(?:\s+(?:in|on|at))?\b",
+        rf"(?:\s+(?:is|are|was|hangs|sits|stands|lies|is\s+\w+ed))?(?:\s+(?:in|on|at))?(?=\s*(?:[:,.;?!]|$))",
         text,
     )
     if holding:
