@@ -13,7 +13,15 @@ from conftest import scripted_agent
 from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import format_rows
-from scenerag.agents.cypher_agent import choice_return, extreme_return, shape_mismatch, symbol_return
+from scenerag.agents.cypher_agent import (
+    _Draft,
+    _holding_only,
+    choice_return,
+    extreme_return,
+    shape_mismatch,
+    sketch_problems,
+    symbol_return,
+)
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.decompose import Split, needs_split, parse_split, split_by_form, substitute
 from scenerag.agents.examples import generate_examples
@@ -642,3 +650,15 @@ def test_the_class_of_a_named_node_is_no_copied_filter(store: CypherStore) -> No
     links = agent.linker().link(question)
     assert agent._invented(query, links, question) == []
     assert agent._invented(query.replace("'seating'", "'light'"), links, question) == ["'light'"]
+
+
+def test_a_grasp_instruction_asks_for_holding_only() -> None:
+    draft = _Draft("", goal="(or (holding [wastebin]) (visited-object [wastebin]))")
+    problems = sketch_problems("Grab a wastebin", draft, [])
+    assert any("holding" in p for p in problems)
+    assert not sketch_problems("Grab a wastebin or visit it", draft, [])  # the instruction offers both
+    assert not sketch_problems(
+        "Grab a wastebin", _Draft("", goal="(or (holding [trash]) (holding [box]))"), []
+    )
+    assert _holding_only("Grab a wastebin", draft.goal or "") == "(holding [wastebin])"
+    assert _holding_only("Go to the wastebin", draft.goal or "") is None

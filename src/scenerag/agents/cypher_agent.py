@@ -916,6 +916,12 @@ class CypherAgent:
                     ]
                     bindings[col] = bindings[col.split(".")[-1]]
             goal_text = draft.goal
+            held = _holding_only(state.result.question, goal_text)
+            if held is not None:
+                goal_text = held
+                state.result.context.setdefault("rewrites", []).append(
+                    "a grasp instruction asks for holding only: dropped the visiting alternatives"
+                )
             if _AVOID.search(state.result.question) and re.search(r"\(not\s*\(in-room", goal_text):
                 goal_text = re.sub(r"\(not\s*\(in-room", "(not (visited-room", goal_text)
                 state.result.context.setdefault("rewrites", []).append(
@@ -1087,7 +1093,34 @@ def sketch_problems(
         problems.append("the instruction says to avoid something: add (not (visited-room ...))")
     if re.search(r"\(not\s*\(in-room", goal):
         problems.append("avoiding a room means never visiting it: (not (visited-room ...)), not in-room")
+    grasp = _GRASP.search(instruction)
+    if (
+        grasp
+        and re.match(r"\s*\(\s*or\b", goal)
+        and re.search(r"\(\s*holding\b", goal)
+        and re.search(r"\(\s*(?:visited|at)-", goal)
+        and not re.search(r"\bor\b", instruction, re.I)
+    ):
+        problems.append(
+            f"'{grasp.group(0)}' asks only for holding it: (holding [...]), not an or with visiting"
+        )
     return problems
+
+
+def _holding_only(instruction: str, goal: str) -> str | None:
+    """``(or (holding [bin]) (visited-object [bin]))`` for "Grab a wastebin": the holding alternatives alone
+    (one as is, several in an ``or``); None when the goal or the instruction is not of that kind."""
+    if not _GRASP.search(instruction) or re.search(r"\bor\b", instruction, re.I):
+        return None
+    if not re.match(r"\s*\(\s*or\b", goal) or not re.search(r"\(\s*(?:visited|at)-", goal):
+        return None
+    parts = re.findall(r"\(\s*holding\s+[^()]*\)", goal)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else "(or " + " ".join(parts) + ")"
+
+
+_GRASP = re.compile(r"\b(?:grab|pick\s+up|take|hold|carry|fetch|bring|get\s+me)\b", re.I)
 
 
 _CHOICE = re.compile(
