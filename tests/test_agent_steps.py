@@ -29,15 +29,21 @@ from scenerag.agents.linking import EntityLinker, Link
 from scenerag.agents.query_repair import (
     alternatives_in_map,
     center_arguments,
+    choice_from_comparison,
+    count_grouped_by_itself,
     detach_measured_container,
     drop_class_filters,
     drop_idle_sibling,
+    drop_return_trip,
+    drop_scope_classes,
+    height_for_self_distance,
     merge_union_by_symbol,
     name_the_named,
     order_by_superlative,
     repair_mentions,
     repair_node_operators,
     repair_query,
+    repair_singleton_pairs,
     repair_symbol_layers,
     return_the_neighbour,
     symbols_as_nodes,
@@ -662,3 +668,83 @@ def test_a_grasp_instruction_asks_for_holding_only() -> None:
     )
     assert _holding_only("Grab a wastebin", draft.goal or "") == "(holding [wastebin])"
     assert _holding_only("Go to the wastebin", draft.goal or "") is None
+
+
+def test_a_count_grouped_by_what_it_counts_counts_all(store: CypherStore) -> None:
+    query = "MATCH (o:Object {class: 'seating'}) WITH o, count(DISTINCT o) AS n RETURN n"
+    assert store.query(query).rows[0]["n"] == 1  # each seat once per itself
+    fixed, notes = count_grouped_by_itself(query)
+    assert notes and _one(store, fixed) == "22"
+    per_room = "MATCH (o:Object) WITH o, count(DISTINCT o) AS n RETURN o.nodeSymbol, n"  # o used after: kept
+    assert count_grouped_by_itself(per_room) == (per_room, [])
+
+
+def test_a_walk_back_along_the_same_edge_is_dropped(store: CypherStore) -> None:
+    query = (
+        "MATCH (o:Object {class: 'bicycle'})<-[:CONTAINS]-(p:MeshPlace)-[:CONTAINS]->(o) RETURN p.nodeSymbol"
+    )
+    assert store.query(query).rows == []  # two different CONTAINS edges from p to the one bike
+    fixed, notes = drop_return_trip(query)
+    assert notes and _one(store, fixed) == "P10247"
+    other = (
+        "MATCH (o:Object {class: 'bicycle'})<-[:CONTAINS]-(p:MeshPlace)-[:CONTAINS]->(q) RETURN q.nodeSymbol"
+    )
+    assert drop_return_trip(other) == (other, [])
+
+
+def test_a_distance_to_itself_means_height_when_height_is_asked(store: CypherStore) -> None:
+    query = "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol ORDER BY point.distance(o.center, o.center) DESC LIMIT 1"
+    fixed, notes = height_for_self_distance(query, "Which sign hangs the highest?")
+    assert notes and _one(store, fixed) == "O95"
+    assert height_for_self_distance(query, "Which sign is farthest from the bike?") == (query, [])
+
+
+def test_the_floor_of_this_floor_is_no_class(store: CypherStore) -> None:
+    query = "MATCH (r:Room) WHERE r.class = 'floor' RETURN count(r)"
+    fixed, notes = drop_scope_classes(query, "How many rooms does this floor have?", store.schema())
+    assert notes and _one(store, fixed) == "5"
+    absent = "MATCH (r:Room) WHERE r.class = 'kitchen' RETURN count(r)"  # a true "none"
+    assert drop_scope_classes(absent, "How many kitchens are on this floor?", store.schema()) == (absent, [])
+
+
+def test_true_or_false_for_more_a_or_b_returns_the_class(store: CypherStore) -> None:
+    query = (
+        "MATCH (o:Object {class: 'storage'}) WITH count(DISTINCT o) AS na "
+        "MATCH (o:Object {class: 'seating'}) WITH na, count(DISTINCT o) AS nb RETURN na > nb"
+    )
+    fixed, notes = choice_from_comparison(query, "Are there more storage units or more seats?")
+    assert notes and _one(store, fixed) == "seating"
+    fewer, _ = choice_from_comparison(query, "Fewer storage units or fewer seats?")
+    assert _one(store, fewer) == "storage"
+
+
+def test_the_neighbours_of_a_room_named_by_its_class(store: CypherStore) -> None:
+    query = "MATCH (a:Room {class: 'lounge'})-[:ROOM_CONNECTED]-(b:Room) RETURN a.nodeSymbol"
+    assert return_the_neighbour(query) == (query, [])  # a class: which lounge is not known without the graph
+    fixed, notes = return_the_neighbour(query, {"lounge": "R1"})
+    assert notes and _one(store, fixed) == "R2"
+
+
+def test_the_asked_class_is_returned_not_the_only_reference(store: CypherStore) -> None:
+    query = (
+        "MATCH (x:Object {class: 'food'}), (ref:Object {class: 'seating'}) WHERE x <> ref "
+        "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1"
+    )
+    fixed, notes = repair_singleton_pairs(query, {"food": "O8"}, "seating", {})
+    assert notes and _one(store, fixed) == "O9"
+    assert repair_singleton_pairs(query, {"food": "O8"}, "food", {}) == (query, [])  # "Which food ...?"
+    near = (
+        "MATCH (a:Object {nodeSymbol: 'O10'}), (ref:Object {class: 'appliance'}) "
+        "WHERE a <> ref AND point.distance(a.center, ref.center) < 1 RETURN a.nodeSymbol"
+    )
+    fixed, _ = repair_singleton_pairs(near, {}, None, {"O10": "appliance"})  # "appliance O10": a description
+    assert sorted(r["ref.nodeSymbol"] for r in store.query(fixed).rows) == ["O9"]
+
+
+def test_the_question_hints(store: CypherStore) -> None:
+    agent = CypherAgent(None, store, CypherAgentConfig())  # type: ignore[arg-type]
+    question = "I want to eat the food sitting down. Which seat is closest to it?"
+    assert agent._question_hints(question, agent.linker().link(question))["asked_class"] == "seating"
+    question = "Is anything within 1 m of appliance O10?"
+    hints = agent._question_hints(question, agent.linker().link(question))
+    assert hints["described"] == {"O10": "appliance"} and hints["asked_class"] is None

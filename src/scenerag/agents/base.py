@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from scenerag.agents.result import AgentResult, Task
 from scenerag.lang.sldp import SldpParseError, extract_sldp, parse_sldp
@@ -80,6 +80,9 @@ class RunState:
     def __init__(self, result: AgentResult) -> None:
         self.result = result
         self.messages: list[Message] = []
+        self.hints: dict[
+            str, Any
+        ] = {}  # what an agent learnt of the question for its own repairs (unreported)
 
     def add_usage(self, usage: Usage) -> None:
         self.result.usage = self.result.usage + usage

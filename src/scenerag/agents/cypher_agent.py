@@ -41,10 +41,15 @@ from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.query_repair import (
     carry_dropped_variables,
     center_arguments,
+    choice_from_comparison,
+    count_grouped_by_itself,
     detach_measured_container,
     drop_class_filters,
     drop_idle_sibling,
+    drop_return_trip,
+    drop_scope_classes,
     fill_ignored_values,
+    height_for_self_distance,
     merge_union_by_symbol,
     name_the_named,
     order_by_superlative,
@@ -464,10 +469,16 @@ class CypherAgent:
             notes += more
             ran, more = carry_dropped_variables(ran)
             notes += more
-            ran, more = return_the_neighbour(ran)
+            for repair in (count_grouped_by_itself, drop_return_trip):
+                ran, more = repair(ran)
+                notes += more
+            singletons = self.linker().singletons() if self.config.link_entities else {}
+            ran, more = return_the_neighbour(ran, singletons)
             notes += more
             if self.config.link_entities:
-                ran, more = repair_singleton_pairs(ran, self.linker().singletons())
+                ran, more = repair_singleton_pairs(
+                    ran, singletons, state.hints.get("asked_class"), state.hints.get("described")
+                )
                 notes += more
                 ran, more = drop_idle_sibling(ran, self.linker().class_of)
                 notes += more
@@ -546,6 +557,8 @@ class CypherAgent:
         links: Sequence[Link],
         examples: Sequence[CypherExample] = (),
     ) -> None:
+        if self.config.link_entities:
+            state.hints.update(self._question_hints(question, links))
         for attempt in range(self._attempts()):
             draft = self._generate(state, "qa")
             if not draft.cypher:
@@ -557,6 +570,13 @@ class CypherAgent:
                 draft.cypher, notes = center_arguments(draft.cypher)
                 draft.cypher, more = order_by_superlative(draft.cypher, question)
                 notes += more
+                draft.cypher, more = height_for_self_distance(draft.cypher, question)
+                notes += more
+                draft.cypher, more = drop_scope_classes(draft.cypher, question, self.store.schema())
+                notes += more
+                if _CHOICE.search(question):
+                    draft.cypher, more = choice_from_comparison(draft.cypher, question)
+                    notes += more
                 if _measured_from_center(question, links):
                     draft.cypher, more = detach_measured_container(draft.cypher)
                     notes += more
@@ -711,6 +731,32 @@ class CypherAgent:
             state.result.error = state.result.error or "no query ran: " + (
                 state.result.tools[-1].error if state.result.tools else "the model wrote no query"
             )
+
+    def _question_hints(self, question: str, links: Sequence[Link]) -> dict[str, Any]:
+        """What the repairs need to know of the question: ``asked_class``, the class "which <noun>" asks for,
+        and ``described``, symbol -> class for the named nodes whose class word only describes them ("the
+        appliance O10")."""
+        classes = {link.value for link in links if link.key == ont.CLASS_KEY}
+        asked = re.search(r"\b(?:which|what)\s+(\w+)", _last_question(question), re.I)
+        asked_class = None
+        if asked is not None:
+            word = asked.group(1).lower()
+            asked_class = next(
+                (
+                    link.value
+                    for link in links
+                    if link.key == ont.CLASS_KEY and link.mention.lower().split()[:1] == [word]
+                ),
+                None,
+            )
+        described = {
+            link.value: cls
+            for link in links
+            if link.key == ont.SYMBOL_KEY
+            and (cls := self.linker().class_of(link.value)) is not None
+            and cls not in classes
+        }
+        return {"asked_class": asked_class, "described": described}
 
     def _stray_links(self, query: str, question: str) -> list[str]:
         """Room or place link types the query walks although the question says nothing of neighbours, routes

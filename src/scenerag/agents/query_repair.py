@@ -663,12 +663,20 @@ _CLASS_PROP = re.compile(r"\bclass\s*:\s*'([^']*)'")
 _SYMBOL_PROP = re.compile(r"\bnodeSymbol\s*:\s*'([^']*)'")
 
 
-def repair_singleton_pairs(query: str, singletons: dict[str, str]) -> tuple[str, list[str]]:
+def repair_singleton_pairs(
+    query: str,
+    singletons: dict[str, str],
+    asked_class: str | None = None,
+    described: dict[str, str] | None = None,
+) -> tuple[str, list[str]]:
     """A distance query whose *returned* node is pinned to a class with one node (``singletons``: class ->
     its symbol) answers with that node itself, or nothing: "What's closest to the bike?" written as
     ``MATCH (x:Object {class: 'bicycle'}), (ref:Object) ... RETURN x.nodeSymbol``. The class is the
     reference: it moves to the other node, or is dropped where that node already is the bike.
-    ``(query, notes)``; unchanged when no rule fires (or the other node has a class of its own)."""
+    Where the other node has a class of its own, it is returned instead when that is the class the
+    question asks for (``asked_class``: "*Which seat* is closest to the food?"). ``described``: symbol ->
+    its class where the question names the class only to describe the symbol ("appliance O10"), so a
+    second node carrying that class copied it. ``(query, notes)``; unchanged when no rule fires."""
     returned = _RETURNED.search(query)
     pair = _DISTANCE.search(query)
     if returned is None or pair is None:
@@ -684,7 +692,7 @@ def repair_singleton_pairs(query: str, singletons: dict[str, str]) -> tuple[str,
     rprops, sprops = rn.group("props") or "", sn.group("props") or ""
     pinned = _SYMBOL_PROP.search(rprops)
     if pinned is not None and _SYMBOL_PROP.search(sprops) is None:
-        return _return_the_other(query, returned, r, s, sn, pinned.group(1), singletons)
+        return _return_the_other(query, returned, r, s, sn, pinned.group(1), singletons, described or {})
     cls = _CLASS_PROP.search(rprops)
     if cls is None or cls.group(1) not in singletons or pinned:
         return query, []
@@ -695,6 +703,11 @@ def repair_singleton_pairs(query: str, singletons: dict[str, str]) -> tuple[str,
     edits.append((rn.start(), rn.end(), f"({r}:{label})"))
     if not sprops.strip():
         edits.append((sn.start(), sn.end(), f"({s}:{label} {{class: '{value}'}})"))
+    elif s_class is not None and s_class.group(1) == asked_class and asked_class != value:
+        start, end = returned.span("v") if returned.group("v") else returned.span("c")
+        return apply_edits(query, [(start, end, s)]), [
+            f"{r} is the only {value} ({symbol}), the question asks which {asked_class}: returned {s}"
+        ]
     elif not (s_class is not None and s_class.group(1) == value) and not (
         s_symbol is not None and s_symbol.group(1) == symbol
     ):
@@ -736,13 +749,17 @@ def _return_the_other(
     sn: re.Match[str],
     symbol: str,
     singletons: dict[str, str],
+    described: dict[str, str],
 ) -> tuple[str, list[str]]:
     """``MATCH (x {nodeSymbol: 'O33'}), (y) WHERE point.distance(x..., y...) < 1 RETURN x``: the named node
-    is the reference, the others are asked for: return ``y`` (without a class that only ``O33`` has)."""
+    is the reference, the others are asked for: return ``y`` (without a class that only ``O33`` has, or that
+    the question only used to describe ``O33``)."""
     start, end = returned.span("v") if returned.group("v") else returned.span("c")
     edits = [(start, end, s)]
     s_class = _CLASS_PROP.search(sn.group("props") or "")
-    if s_class is not None and singletons.get(s_class.group(1)) == symbol:
+    if s_class is not None and (
+        singletons.get(s_class.group(1)) == symbol or described.get(symbol) == s_class.group(1)
+    ):
         edits.append((sn.start(), sn.end(), f"({s}:{sn.group('l')})"))
     fixed = _distinct(apply_edits(query, edits), r, s)
     return fixed, [f"{r} is {symbol}, the node named in the question that {s} is measured from: returned {s}"]
@@ -756,11 +773,17 @@ _NAMED_LINK = re.compile(
 )
 
 
-def return_the_neighbour(query: str) -> tuple[str, list[str]]:
+def return_the_neighbour(query: str, singletons: dict[str, str] | None = None) -> tuple[str, list[str]]:
     """``MATCH (a:Room {nodeSymbol: 'R3'})-[:ROOM_CONNECTED]-(b:Room) RETURN a.nodeSymbol``: the named
-    node is where the links start, its neighbours are asked for: return ``b``. ``(query, notes)``;
+    node is where the links start, its neighbours are asked for: return ``b``. A class with one node
+    (``singletons``: class -> symbol; ``{class: 'lounge'}``) names a node as well. ``(query, notes)``;
     unchanged unless the query's only column is the named end of a ``*_CONNECTED`` link."""
     link = _NAMED_LINK.search(query)
+    if link is None and singletons:
+        named = _NAMED_LINK.pattern.replace(
+            r"\bnodeSymbol\s*:\s*'[^']+'", rf"\bclass\s*:\s*'(?:{'|'.join(map(re.escape, singletons))})'"
+        )
+        link = re.search(named, query)
     if link is None:
         return query, []
     a, b = (link.group("a"), link.group("b")) if link.group("a") else (link.group("a2"), link.group("b2"))
@@ -892,3 +915,109 @@ def symbols_as_nodes(query: str, label_of: Callable[[str], str | None]) -> tuple
         fixed = fixed[: match.end()] + node + fixed[match.end() :]
         notes.append(f"'{symbol}' is a node's symbol, not its position: matched {symbol} and used its center")
     return fixed, notes
+
+
+_SELF_GROUPED = re.compile(
+    r"\bWITH\s+(?P<v>[A-Za-z_]\w*)\s*,\s*(?P<agg>count\s*\(\s*(?:DISTINCT\s+)?(?P=v)\s*\)\s+AS\s+(?P<n>\w+))"
+    r"(?P<rest>\s+(?:RETURN|WITH|ORDER|WHERE)\b.*)$",
+    re.I | re.S,
+)
+
+
+def count_grouped_by_itself(query: str) -> tuple[str, list[str]]:
+    """``WITH o, count(DISTINCT o) AS n RETURN n`` counts each node once *per itself* (always 1): the total
+    is meant, so the grouping key goes. Only where ``o`` is not used after the WITH. ``(query, notes)``."""
+    m = _SELF_GROUPED.search(query)
+    if m is None or re.search(rf"\b{m.group('v')}\b", m.group("rest")):
+        return query, []
+    fixed = query[: m.start()] + f"WITH {m.group('agg')}" + m.group("rest")
+    return fixed, [f"count({m.group('v')}) grouped by {m.group('v')} itself is always 1: counted them all"]
+
+
+_RETURN_TRIP = re.compile(
+    r"(?P<head>\(\s*(?P<x>[A-Za-z_]\w*)\b[^()]*\)\s*<-\s*\[\s*:\s*(?P<t>\w+)\s*\]\s*-\s*\([^()]*\))"
+    r"(?P<trip>\s*-\s*\[\s*:\s*(?P=t)\s*\]\s*->\s*\(\s*(?P=x)\s*\))"
+)
+
+
+def drop_return_trip(query: str) -> tuple[str, list[str]]:
+    """``(o)<-[:CONTAINS]-(p)-[:CONTAINS]->(o)`` needs two different CONTAINS edges from ``p`` to the same
+    ``o`` (there is one): the walk back is dropped. ``(query, notes)``; unchanged when there is none."""
+    m = _RETURN_TRIP.search(query)
+    if m is None:
+        return query, []
+    fixed = query[: m.start("trip")] + query[m.end("trip") :]
+    return fixed, [
+        f"({m.group('x')})<-[:{m.group('t')}]-(...)-[:{m.group('t')}]->({m.group('x')}) walks one edge twice: "
+        "dropped the walk back"
+    ]
+
+
+_SELF_DISTANCE = re.compile(
+    r"point\.distance\(\s*(?P<v>[A-Za-z_]\w*)\.center\s*,\s*(?P=v)\.center\s*\)", re.I
+)
+_HEIGHT_WORD = re.compile(
+    r"\b(highest|lowest|tallest|top|topmost|bottom|higher|lower|above|below|height)\b", re.I
+)
+
+
+def height_for_self_distance(query: str, question: str) -> tuple[str, list[str]]:
+    """``ORDER BY point.distance(o.center, o.center)`` (always 0) for "which sign hangs the highest": the
+    height ``o.center.z`` is meant. Only where the question speaks of height; otherwise the query is left
+    for the static check to report. ``(query, notes)``."""
+    if not _HEIGHT_WORD.search(question) or not _SELF_DISTANCE.search(query):
+        return query, []
+    fixed = _SELF_DISTANCE.sub(lambda m: f"{m.group('v')}.center.z", query)
+    return fixed, ["a node's distance to itself is 0; the question asks about height: used center.z"]
+
+
+_SCOPE_WORDS = ("floor", "level", "storey", "story", "building", "map", "scene", "house", "world")
+
+
+def drop_scope_classes(query: str, question: str, schema: GraphSchema) -> tuple[str, list[str]]:
+    """``MATCH (r:Room) WHERE r.class = 'floor'`` for "How many rooms does this floor have?": *floor* names
+    the whole scope, not a class (the graph has no such value), so the filter goes. ``(query, notes)``."""
+    words = set(re.findall(r"[a-z]+", question.lower()))
+    scoped = [
+        value
+        for value in dict.fromkeys(re.findall(rf"\b{ont.CLASS_KEY}\s*(?::|=)\s*'([^']*)'", query))
+        if value.lower() in _SCOPE_WORDS and value.lower() in words and schema.value_owner(value) is None
+    ]
+    if not scoped:
+        return query, []
+    fixed, _ = drop_class_filters(query, scoped)
+    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER)\b", "", fixed, flags=re.I)
+    return fixed, [
+        f"{', '.join(repr(v) for v in scoped)} names the whole map, not a class: dropped the filter"
+    ]
+
+
+_COUNT_ALIAS = re.compile(r"\bcount\s*\([^()]*\)\s+AS\s+(?P<a>\w+)", re.I)
+_COMPARED_RETURN = re.compile(
+    r"\bRETURN\s+(?P<a>\w+)\s*(?P<op>>=?|<=?)\s*(?P<b>\w+)(?:\s+AS\s+\w+)?\s*$", re.I
+)
+
+
+def choice_from_comparison(query: str, question: str) -> tuple[str, list[str]]:
+    """``... count(DISTINCT o) AS na MATCH (o {class: 'seating'}) ... AS nb RETURN na > nb`` for "more storage
+    or more seats?": true/false cannot say which; the class with the larger count (the smaller for "fewer")
+    is returned. Only where each count's clause filters on exactly one class. ``(query, notes)``."""
+    ret = _COMPARED_RETURN.search(query)
+    if ret is None:
+        return query, []
+    classes: dict[str, str] = {}
+    start = 0
+    for m in _COUNT_ALIAS.finditer(query):
+        found = set(re.findall(rf"\b{ont.CLASS_KEY}\s*(?::|=)\s*'([^']*)'", query[start : m.start()]))
+        if len(found) == 1:
+            classes[m.group("a")] = found.pop()
+        start = m.end()
+    a, b = ret.group("a"), ret.group("b")
+    if a not in classes or b not in classes or classes[a] == classes[b]:
+        return query, []
+    op = "<" if re.search(r"\b(fewer|less|smaller|least|fewest)\b", question, re.I) else ">"
+    fixed = (
+        query[: ret.start()]
+        + f"RETURN CASE WHEN {a} {op} {b} THEN {_quote(classes[a])} ELSE {_quote(classes[b])} END AS answer"
+    )
+    return fixed, [f"true/false cannot say which of {classes[a]!r} and {classes[b]!r}: returned the class"]
