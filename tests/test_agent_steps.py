@@ -15,7 +15,9 @@ from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import format_rows
 from scenerag.agents.cypher_agent import (
     _Draft,
+    _echoed,
     _holding_only,
+    asked_classes,
     choice_return,
     extreme_return,
     shape_mismatch,
@@ -37,9 +39,12 @@ from scenerag.agents.query_repair import (
     drop_return_trip,
     drop_scope_classes,
     height_for_self_distance,
+    holder_classes,
     merge_union_by_symbol,
     name_the_named,
     order_by_superlative,
+    others_for_self_distance,
+    pick_of_two_named,
     repair_mentions,
     repair_node_operators,
     repair_query,
@@ -748,3 +753,94 @@ def test_the_question_hints(store: CypherStore) -> None:
     question = "Is anything within 1 m of appliance O10?"
     hints = agent._question_hints(question, agent.linker().link(question))
     assert hints["described"] == {"O10": "appliance"} and hints["asked_class"] is None
+
+
+def test_a_node_measured_against_itself_is_the_reference(store: CypherStore) -> None:
+    query = (
+        "MATCH (x:Object {class: 'bicycle'}) WHERE x <> (x) AND point.distance(x.center, x.center) < 7 "
+        "RETURN count(DISTINCT x)"
+    )
+    fixed, notes = others_for_self_distance(query)
+    assert notes and _one(store, fixed) == "11"  # the objects within 7 m of the bike, not the bike
+    bare = "MATCH (x:Object) WHERE point.distance(x.center, x.center) < 7 RETURN count(x)"  # no reference
+    assert others_for_self_distance(bare) == (bare, [])
+
+
+def test_which_of_two_named_nodes_is_closer(store: CypherStore) -> None:
+    query = (
+        "MATCH (a:Object {nodeSymbol: 'O266'}), (b:Object {nodeSymbol: 'O263'}), (s:Object {nodeSymbol: 'O264'}) "
+        "RETURN b.nodeSymbol ORDER BY point.distance(a.center, s.center) DESC LIMIT 1"
+    )
+    fixed, notes = pick_of_two_named(
+        query, "Two cabinets, O266 and O263. Which one is closer to the sign O264?"
+    )
+    assert notes and _one(store, fixed) == "O266"
+    fixed, _ = pick_of_two_named(query, "Of O266 and O263, which is farther from O264?")
+    assert _one(store, fixed) == "O263"
+    assert pick_of_two_named(query, "Which cabinet is closest to O264?")[1] == []  # O266/O263 not named
+
+
+def test_an_upper_layers_class_on_a_lower_node_is_containment(store: CypherStore) -> None:
+    query = (
+        "MATCH (a:MeshPlace {nodeSymbol: 'P6512'})-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) "
+        "WHERE a.class = 'hallway' RETURN b.nodeSymbol"
+    )
+    assert store.query(query).rows == []
+    fixed, notes = holder_classes(query, store.schema())
+    assert notes and sorted(r["b.nodeSymbol"] for r in store.query(fixed).rows) == [
+        "P6397",
+        "P6567",
+        "P7279",
+        "P8638",
+    ]
+    own = "MATCH (o:Object) WHERE o.class = 'sign' RETURN count(o)"
+    assert holder_classes(own, store.schema()) == (own, [])
+
+
+def test_a_named_place_written_as_what_it_holds(store: CypherStore) -> None:
+    query = (
+        "MATCH (a:Object {nodeSymbol: 'P3167'})<-[:CONTAINS]-(p:MeshPlace), "
+        "(b:Object {nodeSymbol: 'P68306'})<-[:CONTAINS]-(q:MeshPlace) "
+        "MATCH s = shortestPath((p)-[:MESH_PLACE_CONNECTED*..50]-(q)) RETURN length(s)"
+    )
+    labels = {"P3167": "MeshPlace", "P68306": "MeshPlace"}
+    fixed, notes = repair_symbol_layers(query, labels, store.schema())
+    assert len(notes) == 2 and _one(store, fixed) == "5"
+
+
+def test_a_layer_or_a_describing_word_is_no_class(store: CypherStore) -> None:
+    layer = "MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) WHERE b.class = 'room' RETURN count(b)"
+    fixed, notes = drop_scope_classes(layer, "How many links do the places have?", store.schema())
+    assert notes and "class" not in fixed
+    described = "MATCH (x:Object {class: 'bin'}), (r:Object {nodeSymbol: 'O19'}) RETURN count(x)"
+    fixed, notes = drop_scope_classes(described, "What is within 1 m of the bin O19?", store.schema())
+    assert notes and "class" not in fixed
+    # "bins" not describing a named node: the missing class stands, a true "none" for the checks after
+    assert drop_scope_classes(described, "How many bins are there?", store.schema()) == (described, [])
+
+
+def test_the_nearest_thing_to_where_i_am_then_its_room() -> None:
+    split = split_by_form(
+        "I'm at the shelf O17 and want to read the nearest sign. Which room is that sign in? Just the room.",
+        ROOMS,
+    )
+    assert split == Split("Which sign is nearest to the shelf O17?", "Which room is #1 in? Just the room.")
+
+
+def test_the_class_asked_for_by_which_one() -> None:
+    links = [
+        Link("decorations", "Object", "class", "decor", "lexicon"),
+        Link("bike", "Object", "class", "bicycle", "lexicon"),
+        Link("cupboard", "Object", "class", "storage", "lexicon"),
+    ]
+    assert asked_classes("Of all the decorations, which one is the farthest away from the bike?", links) == {
+        "decor"
+    }
+    assert asked_classes("Which storage unit is nearest to the cupboard?", links) == {"storage"}
+
+
+def test_an_answer_that_repeats_the_named_node() -> None:
+    links = [Link("P21976", "MeshPlace", "nodeSymbol", "P21976", "symbol")]
+    assert "P21976" in (_echoed("Mesh place P21976: what's on it?", "<P21976>", links) or "")
+    assert _echoed("Mesh place P21976: what's on it?", "<O55, O89>", links) is None
+    assert _echoed("Is P21976 closer to P1 or to P2?", "P21976", links) is None

@@ -50,9 +50,12 @@ from scenerag.agents.query_repair import (
     drop_scope_classes,
     fill_ignored_values,
     height_for_self_distance,
+    holder_classes,
     merge_union_by_symbol,
     name_the_named,
     order_by_superlative,
+    others_for_self_distance,
+    pick_of_two_named,
     repair_mentions,
     repair_node_operators,
     repair_query,
@@ -460,6 +463,8 @@ class CypherAgent:
             notes += more
             split, more = repair_symbol_layers(split, self._symbol_labels(split), schema)
             notes += more
+            split, more = holder_classes(split, schema)
+            notes += more
         checked = check_cypher(split, schema)
         ran, notes = checked.query, notes + list(checked.rewrites)
         if self.config.auto_repair:
@@ -571,6 +576,10 @@ class CypherAgent:
                 draft.cypher, more = order_by_superlative(draft.cypher, question)
                 notes += more
                 draft.cypher, more = height_for_self_distance(draft.cypher, question)
+                notes += more
+                draft.cypher, more = others_for_self_distance(draft.cypher)
+                notes += more
+                draft.cypher, more = pick_of_two_named(draft.cypher, question)
                 notes += more
                 draft.cypher, more = drop_scope_classes(draft.cypher, question, self.store.schema())
                 notes += more
@@ -722,7 +731,10 @@ class CypherAgent:
             )
             if answer is None:
                 answer = self._answer_from_rows(state, question, draft.cypher, result, answer_type)
-            wrong_layer = self._wrong_layer(question, answer)
+            echoed = _echoed(question, answer, links)
+            if echoed and (held := self._held_by_named(state, question, links, answer_type)) is not None:
+                answer, echoed = held, None
+            wrong_layer = self._wrong_layer(question, answer, state.hints.get("asked_label")) or echoed
             if wrong_layer and self._retry(state, attempt, wrong_layer):
                 continue
             self._accept(state, answer)
@@ -737,18 +749,11 @@ class CypherAgent:
         and ``described``, symbol -> class for the named nodes whose class word only describes them ("the
         appliance O10")."""
         classes = {link.value for link in links if link.key == ont.CLASS_KEY}
-        asked = re.search(r"\b(?:which|what)\s+(\w+)", _last_question(question), re.I)
-        asked_class = None
-        if asked is not None:
-            word = asked.group(1).lower()
-            asked_class = next(
-                (
-                    link.value
-                    for link in links
-                    if link.key == ont.CLASS_KEY and link.mention.lower().split()[:1] == [word]
-                ),
-                None,
-            )
+        asked = asked_classes(_last_question(question), links)
+        asked_class = next(iter(asked)) if len(asked) == 1 else None
+        asked_label = next(
+            (link.label for link in links if link.key == ont.CLASS_KEY and link.value == asked_class), None
+        )
         described = {
             link.value: cls
             for link in links
@@ -756,7 +761,35 @@ class CypherAgent:
             and (cls := self.linker().class_of(link.value)) is not None
             and cls not in classes
         }
-        return {"asked_class": asked_class, "described": described}
+        return {"asked_class": asked_class, "asked_label": asked_label, "described": described}
+
+    def _held_by_named(
+        self, state: RunState, question: str, links: Sequence[Link], answer_type: str | None
+    ) -> str | None:
+        """ "What's on mesh place P21976?" answered with P21976 itself: the objects it holds (for "on", "in",
+        "hold", "contain"), formatted as rows are; None when the question asks something else of it or the
+        node holds nothing."""
+        if not _HELD.search(_last_question(question)):
+            return None
+        named = next(link for link in links if link.key == ont.SYMBOL_KEY)
+        schema = self.store.schema()
+        leaf = GraphRoles.from_schema(schema).leaf
+        if leaf is None or leaf == named.label:
+            return None
+        hop = "-[:CONTAINS]->" if (named.label, ont.CONTAINS, leaf) in schema.patterns else "-[:CONTAINS*]->"
+        query = (
+            f"MATCH (n:{named.label} {{{ont.SYMBOL_KEY}: '{named.value}'}}){hop}(x:{leaf}) "
+            f"RETURN DISTINCT x.{ont.SYMBOL_KEY}"
+        )
+        result, _ = self._execute(state, query)
+        if result is None or not result.rows:
+            return None
+        state.result.context.setdefault("rewrites", []).append(
+            f"the answer was {named.value} itself: returned the {leaf} nodes it holds"
+        )
+        return format_rows(
+            result.columns, result.rows, query=query, question=question, answer_type=answer_type
+        )
 
     def _stray_links(self, query: str, question: str) -> list[str]:
         """Room or place link types the query walks although the question says nothing of neighbours, routes
@@ -771,21 +804,22 @@ class CypherAgent:
         types = [t for t in (roles.region_link, roles.place_link) if t]
         return stray + [t for t in types if re.search(rf"\[\s*\w*\s*:\s*{t}\b", query)]
 
-    def _wrong_layer(self, question: str, answer: str | None) -> str | None:
+    def _wrong_layer(self, question: str, answer: str | None, asked_label: str | None = None) -> str | None:
         """Why ``answer`` is not what "which <layer> ..." asks (None when it is, or the question names no
-        layer): "Which mesh place is that box on?" answered with the box's own symbol ``O59``."""
+        layer): "Which mesh place is that box on?" answered with the box's own symbol ``O59``;
+        ``asked_label``: the label of the class "which <class>" asks for ("Which storage unit ...")."""
         asked = re.match(r"^\s*(?:which|what)\s+(\w+(?:\s+\w+)?)", _last_question(question), re.I)
-        if asked is None or answer is None:
+        if answer is None or (asked is None and asked_label is None):
             return None
         vocab = self.linker().vocabulary()
-        words = asked.group(1).lower()
+        words = asked.group(1).lower() if asked is not None else ""
         label = next(
             (
                 lab
                 for lab in set(vocab.prefixes.values())
                 if re.match(rf"{ont.layer_name(lab).replace('_', ' ')}s?\b(?!\s+to\b)", words)
             ),
-            None,
+            asked_label,
         )
         symbols = re.findall(r"\b[A-Z]{1,2}\d+\b", answer)
         if label is None or not symbols:
@@ -1193,7 +1227,7 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
             "class), e.g. ordered by the compared value with LIMIT 1."
         )
     numeric = all(_is_number(v) or (isinstance(v, list) and v and all(map(_is_number, v))) for v in cells)
-    asks_which = re.search(r"\bwhich\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
+    asks_which = re.search(r"\bwhich\b|\bwhose\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
     points = all(isinstance(v, dict) and {"x", "y"} <= set(v) for v in cells)
     if (
         answer_type in ("set", "list", "string")
@@ -1286,16 +1320,59 @@ _EXTREME_DISTANCE = re.compile(
 )
 
 
+_HELD = re.compile(
+    r"\b(?:on|in|inside|hold|holds|contain|contains|sitting|lying)\b(?!\s+(?:which|what)\b)", re.I
+)
+
+
+def _echoed(question: str, answer: str | None, links: Sequence[Link]) -> str | None:
+    """Why ``answer`` repeats the one node the question names ("What's on mesh place P21976?" answered
+    ``P21976``), which is never what is asked of it; None otherwise (and for "which of A and B")."""
+    named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
+    if (
+        answer is None
+        or len(named) != 1
+        or _CHOICE.search(question)
+        or re.search(r"\bwhich of\b", question, re.I)
+    ):
+        return None
+    if answer.strip("<>[] ") != named[0]:
+        return None
+    return (
+        f"It returned {named[0]}, the node the question names itself: return what the question asks about "
+        f"{named[0]} (e.g. the nodes it CONTAINS, is linked to, or lies near)."
+    )
+
+
+def asked_classes(question: str, links: Sequence[Link]) -> set[str]:
+    """The classes "which <words>" asks for (``{'trash'}`` for "Which trash can is ..."); for "which one" /
+    "which of them", the classes named before it ("Of all the decorations, which one ...")."""
+    which = re.search(
+        r"\b(?:which|what)\s+(.+?)(?:\s+(?:is|are|was|lies|stands|sits)\b|[?,]|$)", question, re.I
+    )
+    if which is None:
+        return set()
+    words = which.group(1).lower()
+    classes = [link for link in links if link.key == ont.CLASS_KEY]
+    asked = {
+        link.value
+        for link in classes
+        if link.mention.lower() in words or re.search(rf"\b{link.value}\b", words)
+    }
+    if not asked and re.match(r"(?:one|ones|of)\b", words):
+        before = question[: which.start()].lower()
+        asked = {link.value for link in classes if link.mention.lower() in before}
+    return asked
+
+
 def extreme_return(query: str, question: str, links: Sequence[Link]) -> str | None:
     """``RETURN max(point.distance(a.center, b.center))`` for "Which trash can is the farthest from the
     food?": the node the question asks for (the one whose class the words after "which" name), ordered by
     that distance (``RETURN a.nodeSymbol ORDER BY ... DESC LIMIT 1``); None when that node is unclear."""
     m = _EXTREME_DISTANCE.search(query) or _ORDERED_DISTANCE.search(query)
-    which = re.search(r"\bwhich\s+(.+?)(?:\s+(?:is|are|was|lies|stands|sits)\b|[?,]|$)", question, re.I)
-    if m is None or which is None:
+    asked = asked_classes(question, links)
+    if m is None or not asked:
         return None
-    words = which.group(1).lower()
-    asked = {link.value for link in links if link.key == ont.CLASS_KEY and link.mention.lower() in words}
     targets = [
         var
         for var in dict.fromkeys((m.group("a"), m.group("b")))

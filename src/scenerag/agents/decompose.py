@@ -140,6 +140,7 @@ def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None
         or _described(text, container)
         or _found_in_named(text, container)
         or _picked_then_named(text)
+        or _nearest_to_named(text)
     )
 
 
@@ -259,6 +260,37 @@ def _picked_then_named(text: str) -> Split | None:
             then = later[: again.start()] + "#1" + later[again.end() :]
             return Split(
                 f"Which {m.group('head')} is {m.group('how')}?", " ".join([then, *clauses[i + 1 :]]).strip()
+            )
+    return None
+
+
+_SUPERLATIVE_HEAD = re.compile(
+    r"\bthe\s+(?P<sup>nearest|closest|farthest|furthest)\s+(?P<head>\w+)(?!\s+(?:to|from)\b)", re.I
+)
+_NAMED_PHRASE = re.compile(rf"\b(?:the\s+)?(?:[a-z]+\s+)?{_SYMBOL}", re.I)
+
+
+def _nearest_to_named(text: str) -> Split | None:
+    """ "I'm at the shelf O17 and want to read the nearest sign. Which room is that sign in?" -> "Which sign
+    is nearest to the shelf O17?", "Which room is #1 in?": the one named node of the first sentence is
+    where "the nearest <noun>" is measured from."""
+    clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
+    if len(clauses) < 2:
+        return None
+    m = _SUPERLATIVE_HEAD.search(clauses[0])
+    named = [n for n in _NAMED_PHRASE.finditer(clauses[0]) if re.search(_SYMBOL, n.group(0))]
+    if m is None or len(named) != 1:
+        return None
+    ref = re.sub(r"^(?:the\s+)?", "the ", named[0].group(0), flags=re.I)
+    head = re.compile(rf"\b(?:that|this|the)\s+{re.escape(m.group('head'))}\b", re.I)
+    prep = "from" if m.group("sup").lower().startswith("f") else "to"
+    for i, later in enumerate(clauses[1:], start=1):
+        again = head.search(later)
+        if again and _ASKS.search(later):
+            then = later[: again.start()] + "#1" + later[again.end() :]
+            return Split(
+                f"Which {m.group('head')} is {m.group('sup').lower()} {prep} {ref}?",
+                " ".join([then, *clauses[i + 1 :]]).strip(),
             )
     return None
 

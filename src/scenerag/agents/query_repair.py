@@ -431,6 +431,7 @@ def repair_symbol_layers(
     ``WHERE p.nodeSymbol = 'O300'`` means the place that holds O300 ("the place under O300"), and
     ``(o:Object {nodeSymbol: 'R5'})`` the objects R5 holds. The pin becomes that containment.
     ``symbol_labels``: symbol -> the label of its node. ``(query, notes)``; unchanged when no rule fires."""
+    query, collapsed = _named_holder(query, symbol_labels)
     labels = {m.group("v"): m.group("l") for m in _NODE_PATTERN.finditer(query)}
 
     def mislabelled(var: str, label: str) -> bool:
@@ -485,8 +486,36 @@ def repair_symbol_layers(
             f"{symbol} is a {symbol_labels[symbol]}, not a {labels[var]}: matched the {labels[var]} by containment"
         )
     if not edits:
-        return query, []
-    return "".join(prefix) + apply_edits(query, edits), list(dict.fromkeys(notes))
+        return query, collapsed
+    return "".join(prefix) + apply_edits(query, edits), list(dict.fromkeys(collapsed + notes))
+
+
+_HOLDER_OF_NAMED = re.compile(
+    r"\(\s*(?P<a>[A-Za-z_]\w*)\s*:\s*`?(?P<l>\w+)`?\s*\{\s*nodeSymbol\s*:\s*'(?P<s>[^']+)'\s*\}\s*\)"
+    r"\s*<-\s*\[\s*:\s*CONTAINS\s*\]\s*-\s*\(\s*(?P<p>[A-Za-z_]\w*)\s*:\s*`?(?P<pl>\w+)`?\s*\)"
+)
+
+
+def _named_holder(query: str, symbol_labels: dict[str, str]) -> tuple[str, list[str]]:
+    """``(a:Object {nodeSymbol: 'P3167'})<-[:CONTAINS]-(p:MeshPlace)`` where P3167 *is* a MeshPlace and ``a``
+    is used nowhere else: the holder ``p`` was meant to be P3167 itself -> ``(p:MeshPlace {nodeSymbol:
+    'P3167'})``. ``(query, notes)``."""
+    notes: list[str] = []
+    for m in reversed(list(_HOLDER_OF_NAMED.finditer(query))):
+        symbol, a = m.group("s"), m.group("a")
+        if symbol_labels.get(symbol) != m.group("pl") or m.group("l") == m.group("pl"):
+            continue
+        if re.search(rf"\b{a}\b", query[: m.start()] + query[m.end() :]):
+            continue
+        query = (
+            query[: m.start()]
+            + f"({m.group('p')}:{m.group('pl')} {{nodeSymbol: '{symbol}'}})"
+            + query[m.end() :]
+        )
+        notes.append(
+            f"{symbol} is a {m.group('pl')}: matched ({m.group('p')}) as {symbol}, not what it holds"
+        )
+    return query, notes[::-1]
 
 
 def repair_node_operators(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
@@ -975,20 +1004,37 @@ _SCOPE_WORDS = ("floor", "level", "storey", "story", "building", "map", "scene",
 
 
 def drop_scope_classes(query: str, question: str, schema: GraphSchema) -> tuple[str, list[str]]:
-    """``MATCH (r:Room) WHERE r.class = 'floor'`` for "How many rooms does this floor have?": *floor* names
-    the whole scope, not a class (the graph has no such value), so the filter goes. ``(query, notes)``."""
+    """Class filters on values the graph does not hold that name no kind of thing: ``r.class = 'floor'`` for
+    "How many rooms does this floor have?" (the whole scope), ``b.class = 'room'`` (the label itself), and
+    ``x.class = 'bin'`` where the question says "the bin O19" (a word describing a named node, not the
+    graph's class). Those filters go. ``(query, notes)``."""
     words = set(re.findall(r"[a-z]+", question.lower()))
+    layers = {
+        w
+        for label in schema.node_counts
+        for w in (
+            label.lower(),
+            ont.layer_name(label).replace("_", " "),
+            ont.layer_name(label).split("_")[-1],
+        )
+    }
     scoped = [
         value
         for value in dict.fromkeys(re.findall(rf"\b{ont.CLASS_KEY}\s*(?::|=)\s*'([^']*)'", query))
-        if value.lower() in _SCOPE_WORDS and value.lower() in words and schema.value_owner(value) is None
+        if schema.value_owner(value) is None
+        and (
+            (value.lower() in _SCOPE_WORDS and value.lower() in words)
+            or value.lower().rstrip("s") in layers
+            or re.search(rf"\b{re.escape(value)}s?\s+[A-Z]{{1,2}}\d+\b", question, re.I)
+        )
     ]
     if not scoped:
         return query, []
     fixed, _ = drop_class_filters(query, scoped)
     fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER)\b", "", fixed, flags=re.I)
     return fixed, [
-        f"{', '.join(repr(v) for v in scoped)} names the whole map, not a class: dropped the filter"
+        f"{', '.join(repr(v) for v in scoped)} is no class of this graph (it names the map, a layer, or "
+        "describes a named node): dropped the filter"
     ]
 
 
@@ -1021,3 +1067,113 @@ def choice_from_comparison(query: str, question: str) -> tuple[str, list[str]]:
         + f"RETURN CASE WHEN {a} {op} {b} THEN {_quote(classes[a])} ELSE {_quote(classes[b])} END AS answer"
     )
     return fixed, [f"true/false cannot say which of {classes[a]!r} and {classes[b]!r}: returned the class"]
+
+
+def holder_classes(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
+    """A class of an upper layer put on a lower layer's node: ``(a:MeshPlace) WHERE a.class = 'hallway'``
+    (no mesh place has that class; rooms do) means the places *in* a hallway, so the filter becomes that
+    containment, ``MATCH (:Room {class: 'hallway'})-[:CONTAINS*]->(a)``. ``(query, notes)``."""
+    labels = {m.group("v"): m.group("l") for m in _NODE_PATTERN.finditer(query)}
+    edits: list[tuple[int, int, str]] = []
+    prefix: list[str] = []
+    notes: list[str] = []
+
+    def holder(var: str, value: str) -> str | None:
+        label = labels.get(var)
+        owner = schema.value_owner(value)
+        if label is None or owner is None or owner[1] != ont.CLASS_KEY or owner[0] == label:
+            return None
+        own = schema.node_properties.get(label, {}).get(ont.CLASS_KEY)
+        if own is not None and value in (own.values or ()):
+            return None
+        hop = _hop(schema, owner[0], label)
+        if hop is None:
+            return None
+        notes.append(
+            f"'{value}' is a {owner[0]} class, not a {label} one: matched the {label} inside a {value}"
+        )
+        return f"MATCH (:{owner[0]} {{{ont.CLASS_KEY}: {_quote(owner[2])}}}){hop}({var}) "
+
+    for m in re.finditer(
+        rf"(?P<and>\bAND\s+)?\b(?P<v>[A-Za-z_]\w*)\.{ont.CLASS_KEY}\s*=\s*'(?P<c>[^']*)'(?P<and2>\s+AND\b)?",
+        query,
+    ):
+        pattern = holder(m.group("v"), m.group("c"))
+        if pattern is not None:
+            prefix.append(pattern)
+            keep = "AND" if m.group("and") and m.group("and2") else ""
+            edits.append((m.start(), m.end(), keep))
+    if not edits:
+        return query, []
+    fixed = "".join(prefix) + apply_edits(query, edits)
+    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER|MATCH)\b", "", fixed, flags=re.I)
+    return re.sub(r"\s{2,}", " ", fixed), notes
+
+
+_PICK_BY_DISTANCE = re.compile(
+    r"\bRETURN\s+(?:DISTINCT\s+)?(?P<r>[A-Za-z_]\w*)\.nodeSymbol(?:\s+AS\s+\w+)?\s+ORDER\s+BY\s+"
+    r"point\.distance\(\s*(?P<x>\w+)\.center\s*,\s*(?P<y>\w+)\.center\s*\)(?:\s+(?:ASC|DESC)\w*)?\s+LIMIT\s+1\s*$",
+    re.I,
+)
+
+
+def pick_of_two_named(query: str, question: str) -> tuple[str, list[str]]:
+    """ "Two cabinets, O266 and O263: which one is closer to the sign O264?" written as one candidate returned
+    and another ordered (``RETURN b.nodeSymbol ORDER BY point.distance(a.center, s.center) LIMIT 1``): the
+    two named candidates are compared by their distances to the reference and the closer (or, for
+    "farther", the farther) returned. ``(query, notes)``; unchanged unless exactly two named nodes of the
+    returned node's label can be the answer and one other node is measured from."""
+    m = _PICK_BY_DISTANCE.search(query)
+    closer = re.search(r"\b(closer|nearer|closest|nearest)\b", question, re.I)
+    farther = re.search(r"\b(farther|further|farthest|furthest)\b", question, re.I)
+    if m is None or bool(closer) == bool(farther):
+        return query, []
+    pins = {
+        n.group("v"): (n.group("l"), s.group(1))
+        for n in _NODE_PATTERN.finditer(query)
+        if (s := _SYMBOL_PROP.search(n.group("props") or "")) and re.search(rf"\b{s.group(1)}\b", question)
+    }
+    r = m.group("r")
+    to = re.search(r"\b(?:to|from)\s+(?:the\s+)?(?:[a-z]+\s+){0,2}?([A-Z]{1,2}\d+)\b", question)
+    refs = [v for v, (_, symbol) in pins.items() if to is not None and symbol == to.group(1)]
+    if r not in pins or len(refs) != 1 or r in refs:
+        return query, []
+    candidates = [v for v, (label, _) in pins.items() if label == pins[r][0] and v != refs[0]]
+    if len(candidates) != 2:
+        return query, []
+    a, b, ref = candidates[0], candidates[1], refs[0]
+    op = "<" if closer else ">"
+    fixed = query[: m.start()] + (
+        f"RETURN CASE WHEN point.distance({a}.center, {ref}.center) {op} point.distance({b}.center, {ref}.center) "
+        f"THEN {a}.nodeSymbol ELSE {b}.nodeSymbol END AS answer"
+    )
+    return fixed, [
+        f"compared the two named {pins[r][0]} nodes {pins[a][1]} and {pins[b][1]} by their distance to {ref}"
+    ]
+
+
+_SELF_UNEQUAL = r"\b{v}\s*<>\s*\(\s*{v}\s*\)|\b{v}\s*<>\s*{v}\b"
+
+
+def others_for_self_distance(query: str) -> tuple[str, list[str]]:
+    """``MATCH (x:Object {class: 'bicycle'}) WHERE point.distance(x.center, x.center) < 7 RETURN count(x)``
+    for "how many objects are within 7 m of the bike": the filtered node is the reference and the others
+    are measured from it, so a second node of its label is matched and returned. Only where the node
+    measured against itself carries a filter (a class or symbol: it is the reference). ``(query, notes)``."""
+    m = _SELF_DISTANCE.search(query)
+    if m is None:
+        return query, []
+    v = m.group("v")
+    node = re.search(rf"\(\s*{v}\s*:\s*`?(?P<l>\w+)`?\s*\{{[^{{}}]+\}}\s*\)", query)
+    ret = re.search(r"\bRETURN\b(?P<cols>.*?)(?=\bORDER\s+BY\b|\bLIMIT\b|$)", query, re.I | re.S)
+    if node is None or ret is None or re.search(r"\bother\b", query):
+        return query, []
+    cols = re.sub(rf"\b{v}\b", "other", ret.group("cols"))
+    fixed = query[: ret.start("cols")] + cols + query[ret.end("cols") :]
+    fixed = fixed[: node.end()] + f", (other:{node.group('l')})" + fixed[node.end() :]
+    fixed = _SELF_DISTANCE.sub(f"point.distance({v}.center, other.center)", fixed)
+    fixed = re.sub(_SELF_UNEQUAL.format(v=v), f"other <> {v}", fixed)
+    return _distinct(fixed, "other", v), [
+        f"point.distance({v}.center, {v}.center) is always 0: {v} is the reference, measured the other "
+        f"{node.group('l')} nodes from it"
+    ]
