@@ -837,6 +837,9 @@ def test_the_class_asked_for_by_which_one() -> None:
         "decor"
     }
     assert asked_classes("Which storage unit is nearest to the cupboard?", links) == {"storage"}
+    lounge = [*links, Link("lounge", "Room", "class", "lounge", "lexicon")]
+    assert asked_classes("Which seats in the lounge are like that?", lounge) == set()  # not the lounge
+    assert asked_classes("Which of the decorations is farthest from the lounge?", lounge) == {"decor"}
 
 
 def test_an_answer_that_repeats_the_named_node() -> None:

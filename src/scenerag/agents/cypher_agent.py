@@ -1344,9 +1344,16 @@ def _echoed(question: str, answer: str | None, links: Sequence[Link]) -> str | N
     )
 
 
+_HEAD_END = re.compile(
+    r"\b(?:in|on|at|near|inside|from|to|of|with|that|which|who|where|closest|nearest|farthest|furthest)\b",
+    re.I,
+)
+
+
 def asked_classes(question: str, links: Sequence[Link]) -> set[str]:
-    """The classes "which <words>" asks for (``{'trash'}`` for "Which trash can is ..."); for "which one" /
-    "which of them", the classes named before it ("Of all the decorations, which one ...")."""
+    """The classes "which <noun>" asks for (``{'trash'}`` for "Which trash can is ..."; only the head
+    noun: "which seats in the lounge" asks for seats, not lounges); for "which one", the classes named before
+    it ("Of all the decorations, which one ..."), for "which of the X", the X."""
     which = re.search(
         r"\b(?:which|what)\s+(.+?)(?:\s+(?:is|are|was|lies|stands|sits)\b|[?,]|$)", question, re.I
     )
@@ -1354,15 +1361,16 @@ def asked_classes(question: str, links: Sequence[Link]) -> set[str]:
         return set()
     words = which.group(1).lower()
     classes = [link for link in links if link.key == ont.CLASS_KEY]
-    asked = {
+    if re.match(r"(?:one|ones)\b", words):
+        before = question[: which.start()].lower()
+        return {link.value for link in classes if link.mention.lower() in before}
+    words = re.sub(r"^of\s+(?:the\s+|these\s+|those\s+)?", "", words)
+    head = words[: m.start()] if (m := _HEAD_END.search(words)) else words
+    return {
         link.value
         for link in classes
-        if link.mention.lower() in words or re.search(rf"\b{link.value}\b", words)
+        if link.mention.lower() in head or re.search(rf"\b{link.value}\b", head)
     }
-    if not asked and re.match(r"(?:one|ones|of)\b", words):
-        before = question[: which.start()].lower()
-        asked = {link.value for link in classes if link.mention.lower() in before}
-    return asked
 
 
 def extreme_return(query: str, question: str, links: Sequence[Link]) -> str | None:
