@@ -42,6 +42,7 @@ from scenerag.agents.query_repair import (
     holder_classes,
     merge_union_by_symbol,
     name_the_named,
+    nearest_for_center_equality,
     order_by_superlative,
     others_for_self_distance,
     pick_of_two_named,
@@ -53,6 +54,7 @@ from scenerag.agents.query_repair import (
     return_the_neighbour,
     symbols_as_nodes,
     ternary_to_case,
+    unpin_twice_named,
 )
 from scenerag.lang import sldp_equal
 from scenerag.store import CypherStore, open_store
@@ -847,3 +849,42 @@ def test_an_answer_that_repeats_the_named_node() -> None:
     assert "P21976" in (_echoed("Mesh place P21976: what's on it?", "<P21976>", links) or "")
     assert _echoed("Mesh place P21976: what's on it?", "<O55, O89>", links) is None
     assert _echoed("Is P21976 closer to P1 or to P2?", "P21976", links) is None
+
+
+def test_one_symbol_pinned_twice_and_told_apart(store: CypherStore) -> None:
+    query = (
+        "MATCH (x:Object {class: 'seating', nodeSymbol: 'O112'}), (ref:Object {class: 'seating', nodeSymbol: 'O112'}) "
+        "WHERE x <> ref AND point.distance(x.center, ref.center) < 3.5 RETURN x.nodeSymbol"
+    )
+    assert store.query(query).rows == []
+    fixed, notes = unpin_twice_named(query)
+    assert notes and sorted(r["x.nodeSymbol"] for r in store.query(fixed).rows) == ["O103", "O317"]
+
+
+def test_a_center_compared_for_equality_means_the_nearest(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) WHERE r.center.x = 0 AND r.center.y = 0 "
+        "RETURN o.nodeSymbol"
+    )
+    fixed, notes = nearest_for_center_equality(query, "Which object is closest to the middle of hallway R5?")
+    assert notes and _one(store, fixed) == "O95"
+    assert nearest_for_center_equality(query, "Which objects sit at the middle of R5?") == (query, [])
+
+
+def test_two_named_alternatives_are_one_node_among_the_symbols(store: CypherStore) -> None:
+    query = (
+        "MATCH (a:Object {class: 'bicycle'}), (b:Object {class: 'bin', nodeSymbol: 'O64'}) OR "
+        "(b:Object {class: 'sign', nodeSymbol: 'O39'}) RETURN b.nodeSymbol "
+        "ORDER BY point.distance(a.center, b.center) ASC LIMIT 1"
+    )
+    fixed, notes = alternatives_in_map(query)
+    assert notes and "IN ['O64', 'O39']" in fixed and _one(store, fixed) == "O64"
+
+
+def test_the_layer_a_question_asks_for(store: CypherStore) -> None:
+    agent = CypherAgent(None, store, CypherAgentConfig())  # type: ignore[arg-type]
+    assert (
+        agent._asked_layer("Which mesh places can I step to directly from mesh place P2441?") == "MeshPlace"
+    )
+    assert agent._asked_layer("Which rooms connect to the lounge?") == "Room"
+    assert agent._asked_layer("Which seat is closest to the food?") is None

@@ -53,6 +53,7 @@ from scenerag.agents.query_repair import (
     holder_classes,
     merge_union_by_symbol,
     name_the_named,
+    nearest_for_center_equality,
     order_by_superlative,
     others_for_self_distance,
     pick_of_two_named,
@@ -65,6 +66,7 @@ from scenerag.agents.query_repair import (
     split_subquery_arithmetic,
     symbols_as_nodes,
     ternary_to_case,
+    unpin_twice_named,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.errors import SceneRagError
@@ -474,7 +476,7 @@ class CypherAgent:
             notes += more
             ran, more = carry_dropped_variables(ran)
             notes += more
-            for repair in (count_grouped_by_itself, drop_return_trip):
+            for repair in (count_grouped_by_itself, drop_return_trip, unpin_twice_named):
                 ran, more = repair(ran)
                 notes += more
             singletons = self.linker().singletons() if self.config.link_entities else {}
@@ -580,6 +582,8 @@ class CypherAgent:
                 draft.cypher, more = others_for_self_distance(draft.cypher)
                 notes += more
                 draft.cypher, more = pick_of_two_named(draft.cypher, question)
+                notes += more
+                draft.cypher, more = nearest_for_center_equality(draft.cypher, question)
                 notes += more
                 draft.cypher, more = drop_scope_classes(draft.cypher, question, self.store.schema())
                 notes += more
@@ -732,9 +736,11 @@ class CypherAgent:
             if answer is None:
                 answer = self._answer_from_rows(state, question, draft.cypher, result, answer_type)
             echoed = _echoed(question, answer, links)
-            if echoed and (held := self._held_by_named(state, question, links, answer_type)) is not None:
-                answer, echoed = held, None
             wrong_layer = self._wrong_layer(question, answer, state.hints.get("asked_label")) or echoed
+            if wrong_layer and (
+                about := self._about_named(state, question, links, answer_type, bool(echoed))
+            ):
+                answer, wrong_layer = about, None
             if wrong_layer and self._retry(state, attempt, wrong_layer):
                 continue
             self._accept(state, answer)
@@ -763,32 +769,60 @@ class CypherAgent:
         }
         return {"asked_class": asked_class, "asked_label": asked_label, "described": described}
 
-    def _held_by_named(
-        self, state: RunState, question: str, links: Sequence[Link], answer_type: str | None
+    def _about_named(
+        self,
+        state: RunState,
+        question: str,
+        links: Sequence[Link],
+        answer_type: str | None,
+        echoed: bool,
     ) -> str | None:
-        """ "What's on mesh place P21976?" answered with P21976 itself: the objects it holds (for "on", "in",
-        "hold", "contain"), formatted as rows are; None when the question asks something else of it or the
-        node holds nothing."""
-        if not _HELD.search(_last_question(question)):
+        """What is asked of the one node the question names by symbol, where the model's answer was that node
+        itself (``echoed``) or of the wrong layer: for "which <its own layer> ..." its neighbours over the
+        layer's ``*_CONNECTED`` edges ("Which mesh places can I step to from P2441?"); for "what's on / in it"
+        (only when echoed) the objects it holds. Formatted as rows are; None when neither applies or nothing
+        comes back."""
+        named = [link for link in links if link.key == ont.SYMBOL_KEY]
+        if len(named) != 1:
             return None
-        named = next(link for link in links if link.key == ont.SYMBOL_KEY)
-        schema = self.store.schema()
+        node, schema = named[0], self.store.schema()
+        linked = ont.sibling_edge_type(node.label)
+        match = f"MATCH (n:{node.label} {{{ont.SYMBOL_KEY}: '{node.value}'}})"
         leaf = GraphRoles.from_schema(schema).leaf
-        if leaf is None or leaf == named.label:
+        if self._asked_layer(question) == node.label and (node.label, linked, node.label) in schema.patterns:
+            query = f"{match}-[:{linked}]-(x:{node.label}) WHERE x <> n RETURN DISTINCT x.{ont.SYMBOL_KEY}"
+            what = f"its neighbours over {linked}"
+        elif echoed and _HELD.search(_last_question(question)) and leaf is not None and leaf != node.label:
+            hop = (
+                "-[:CONTAINS]->" if (node.label, ont.CONTAINS, leaf) in schema.patterns else "-[:CONTAINS*]->"
+            )
+            query = f"{match}{hop}(x:{leaf}) RETURN DISTINCT x.{ont.SYMBOL_KEY}"
+            what = f"the {leaf} nodes it holds"
+        else:
             return None
-        hop = "-[:CONTAINS]->" if (named.label, ont.CONTAINS, leaf) in schema.patterns else "-[:CONTAINS*]->"
-        query = (
-            f"MATCH (n:{named.label} {{{ont.SYMBOL_KEY}: '{named.value}'}}){hop}(x:{leaf}) "
-            f"RETURN DISTINCT x.{ont.SYMBOL_KEY}"
-        )
         result, _ = self._execute(state, query)
         if result is None or not result.rows:
             return None
         state.result.context.setdefault("rewrites", []).append(
-            f"the answer was {named.value} itself: returned the {leaf} nodes it holds"
+            f"the answer was not what the question asks of {node.value}: returned {what}"
         )
         return format_rows(
             result.columns, result.rows, query=query, question=question, answer_type=answer_type
+        )
+
+    def _asked_layer(self, question: str) -> str | None:
+        """The label "which <layer> ..." asks for (``MeshPlace`` for "Which mesh places ..."), or None."""
+        asked = re.match(r"^\s*(?:which|what)\s+(\w+(?:\s+\w+)?)", _last_question(question), re.I)
+        if asked is None:
+            return None
+        words = asked.group(1).lower()
+        return next(
+            (
+                lab
+                for lab in set(self.linker().vocabulary().prefixes.values())
+                if re.match(rf"{ont.layer_name(lab).replace('_', ' ')}s?\b(?!\s+to\b)", words)
+            ),
+            None,
         )
 
     def _stray_links(self, query: str, question: str) -> list[str]:
@@ -808,19 +842,10 @@ class CypherAgent:
         """Why ``answer`` is not what "which <layer> ..." asks (None when it is, or the question names no
         layer): "Which mesh place is that box on?" answered with the box's own symbol ``O59``;
         ``asked_label``: the label of the class "which <class>" asks for ("Which storage unit ...")."""
-        asked = re.match(r"^\s*(?:which|what)\s+(\w+(?:\s+\w+)?)", _last_question(question), re.I)
-        if answer is None or (asked is None and asked_label is None):
+        if answer is None:
             return None
         vocab = self.linker().vocabulary()
-        words = asked.group(1).lower() if asked is not None else ""
-        label = next(
-            (
-                lab
-                for lab in set(vocab.prefixes.values())
-                if re.match(rf"{ont.layer_name(lab).replace('_', ' ')}s?\b(?!\s+to\b)", words)
-            ),
-            asked_label,
-        )
+        label = self._asked_layer(question) or asked_label
         symbols = re.findall(r"\b[A-Z]{1,2}\d+\b", answer)
         if label is None or not symbols:
             return None

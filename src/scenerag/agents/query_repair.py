@@ -363,6 +363,14 @@ _OR_NODES = re.compile(
 )
 
 
+#: ``(b:Object {class: 'bin', nodeSymbol: 'O64'}) OR (b:Object {class: 'sign', nodeSymbol: 'O39'})``
+_OR_NAMED_NODES = re.compile(
+    r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*(?P<l>`?\w+`?)\s*\{[^{}]*\bnodeSymbol\s*:\s*(?P<a>'[^']*')[^{}]*\}\s*\)"
+    r"(?P<more>(?:\s+OR\s+\(\s*(?P=v)\s*:\s*(?P=l)\s*\{[^{}]*\bnodeSymbol\s*:\s*'[^']*'[^{}]*\}\s*\))+)",
+    re.I,
+)
+
+
 _CENTER_ARGUMENT = re.compile(
     r"(?P<lead>point\.distance\(\s*|,\s*)\((?P<v>[A-Za-z_]\w*)\.center\b[^()]*\)(?=\s*[,)])", re.I
 )
@@ -383,11 +391,17 @@ def alternatives_in_map(query: str) -> tuple[str, list[str]]:
     """``(o:Object {class: 'pet' OR class: 'animal'})`` (not Cypher: a map holds one value per key), or
     ``(o:Object {class: 'pet'}) OR (o:Object {class: 'animal'})``, becomes ``(o:Object)`` with ``o.class IN
     ['pet', 'animal']`` in its MATCH's WHERE. ``(query, notes)``."""
-    m = _OR_MAP.search(query) or _OR_NODES.search(query)
+    m = _OR_MAP.search(query) or _OR_NODES.search(query) or _OR_NAMED_NODES.search(query)
     if m is None:
         return query, []
-    values = [m.group("a"), *re.findall(r"'[^']*'", m.group("more"))]
-    condition = f"{m.group('v')}.{m.group('k')} IN [{', '.join(values)}]"
+    if "k" in m.groupdict():
+        key, values = m.group("k"), [m.group("a"), *re.findall(r"'[^']*'", m.group("more"))]
+    else:  # one named node per pattern: the symbols say which (their classes only describe them)
+        key, values = (
+            ont.SYMBOL_KEY,
+            [m.group("a"), *re.findall(r"nodeSymbol\s*:\s*('[^']*')", m.group("more"))],
+        )
+    condition = f"{m.group('v')}.{key} IN [{', '.join(values)}]"
     fixed = _node_with_condition(query, m.start(), m.end(), f"({m.group('v')}:{m.group('l')})", condition)
     note = f"a property map holds one value per key: matched {condition} instead"
     fixed, more = alternatives_in_map(fixed)
@@ -1177,3 +1191,63 @@ def others_for_self_distance(query: str) -> tuple[str, list[str]]:
         f"point.distance({v}.center, {v}.center) is always 0: {v} is the reference, measured the other "
         f"{node.group('l')} nodes from it"
     ]
+
+
+def unpin_twice_named(query: str) -> tuple[str, list[str]]:
+    """``(x {nodeSymbol: 'O112'}), (ref {nodeSymbol: 'O112'}) WHERE x <> ref`` asks for a node that is and
+    is not O112 (no rows): the named node is the reference, the other variable (the returned one where it
+    is one of the two) stands for every other node, so its map (the symbol and O112's class) goes.
+    ``(query, notes)``."""
+    pinned: dict[str, list[re.Match[str]]] = {}
+    for m in _NODE_PATTERN.finditer(query):
+        if s := _SYMBOL_PROP.search(m.group("props") or ""):
+            pinned.setdefault(s.group(1), []).append(m)
+    returned = _RETURNED.search(query)
+    r = (returned.group("v") or returned.group("c")) if returned else None
+    for symbol, nodes in pinned.items():
+        if len(nodes) != 2:
+            continue
+        a, b = nodes[0].group("v"), nodes[1].group("v")
+        if a == b or not re.search(rf"\b{a}\s*<>\s*{b}\b|\b{b}\s*<>\s*{a}\b", query):
+            continue
+        free = nodes[0] if a == r else nodes[1]
+        fixed = query[: free.start()] + f"({free.group('v')}:{free.group('l')})" + query[free.end() :]
+        return fixed, [
+            f"{a} and {b} were both pinned to {symbol} and told apart: {free.group('v')} is any other node"
+        ]
+    return query, []
+
+
+_CENTER_EQUALS = re.compile(
+    r"(?P<and>\bAND\s+)?\b(?P<v>[A-Za-z_]\w*)\.center\.[xyz]\s*=\s*"
+    r"(?P<rhs>(?:(?!\b(?:AND|OR|RETURN|WITH|ORDER|MATCH)\b)[^;])+?)(?=\s+(?:AND|OR|RETURN|WITH|ORDER|MATCH)\b|\s*$)",
+    re.I,
+)
+
+
+def nearest_for_center_equality(query: str, question: str) -> tuple[str, list[str]]:
+    """``WHERE r.center.x = 0 AND r.center.y = 0 RETURN o.nodeSymbol`` (or ``o.center.x = r.center.x``) for
+    "which object is closest to the middle of R5": no node sits exactly there; the node nearest to ``r``'s
+    center is meant -> ``ORDER BY point.distance(o.center, r.center) ASC LIMIT 1`` (DESC for "farthest").
+    ``(query, notes)``; unchanged unless the question asks for the nearest or farthest."""
+    near = re.search(r"\b(closest|nearest|next to)\b", question, re.I)
+    far = re.search(r"\b(farthest|furthest)\b", question, re.I)
+    conditions = list(_CENTER_EQUALS.finditer(query))
+    returned = _RETURNED.search(query)
+    if not conditions or bool(near) == bool(far) or returned is None or not returned.group("v"):
+        return query, []
+    r = returned.group("v")
+    used = {m.group("v") for m in conditions} | {
+        v for m in conditions for v in re.findall(r"\b([A-Za-z_]\w*)\.center\b", m.group("rhs"))
+    }
+    refs = sorted(used - {r})
+    if len(refs) != 1 or re.search(r"\b(?:ORDER\s+BY|LIMIT)\b", query, re.I):
+        return query, []
+    edits = [(m.start(), m.end(), "") for m in conditions]
+    fixed = apply_edits(query, edits)
+    fixed = re.sub(r"\bWHERE\s+AND\s+", "WHERE ", fixed, flags=re.I)
+    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER)\b", "", fixed, flags=re.I)
+    fixed = re.sub(r"\s{2,}", " ", fixed).strip()
+    order = "ASC" if near else "DESC"
+    fixed += f" ORDER BY point.distance({r}.center, {refs[0]}.center) {order} LIMIT 1"
+    return fixed, [f"no node sits exactly at {refs[0]}'s center: ordered by the distance to it ({order})"]
