@@ -17,6 +17,7 @@ from scenerag.agents.cypher_agent import (
     _Draft,
     _echoed,
     _holding_only,
+    _locates_named,
     asked_classes,
     choice_return,
     extreme_return,
@@ -32,6 +33,7 @@ from scenerag.agents.query_repair import (
     alternatives_in_map,
     center_arguments,
     choice_from_comparison,
+    class_symbol_conflict,
     count_grouped_by_itself,
     detach_measured_container,
     drop_class_filters,
@@ -52,6 +54,7 @@ from scenerag.agents.query_repair import (
     repair_singleton_pairs,
     repair_symbol_layers,
     return_the_neighbour,
+    superlative_for_bound,
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
@@ -888,3 +891,57 @@ def test_the_layer_a_question_asks_for(store: CypherStore) -> None:
     )
     assert agent._asked_layer("Which rooms connect to the lounge?") == "Room"
     assert agent._asked_layer("Which seat is closest to the food?") is None
+
+
+def test_a_bound_the_question_never_gave_for_the_farthest(store: CypherStore) -> None:
+    query = (
+        "MATCH (x:Object {class: 'box'}), (light:Object {nodeSymbol: 'O237'}) "
+        "WHERE x <> light AND point.distance(x.center, light.center) > 100 RETURN x.nodeSymbol"
+    )
+    fixed, notes = superlative_for_bound(
+        query, "Of all the boxes, which one lies the farthest from light O237?"
+    )
+    assert notes and _one(store, fixed) == "O59"
+    said = "Which boxes lie farther than 100 m from O237, if any, starting with the farthest?"
+    assert superlative_for_bound(query, said) == (query, [])
+
+
+def test_a_class_the_named_node_does_not_have_is_what_is_asked(store: CypherStore) -> None:
+    agent = CypherAgent(None, store, CypherAgentConfig())  # type: ignore[arg-type]
+    question = "I'm sitting on the bench O58 and need to check a sign. Which sign is the closest one to me?"
+    alone = "MATCH (s:Object {class: 'sign'}) WHERE s.nodeSymbol = 'O58' RETURN s.nodeSymbol"
+    assert store.query(alone).rows == []
+    fixed, notes = class_symbol_conflict(alone, agent.linker().class_of, question)
+    assert notes and _one(store, fixed) == "O39"
+    paired = (
+        "MATCH (s:Object {class: 'sign'}), (other:Object) WHERE other <> s AND s.nodeSymbol = 'O58' "
+        "RETURN other.nodeSymbol ORDER BY point.distance(s.center, other.center) LIMIT 1"
+    )
+    fixed, notes = class_symbol_conflict(paired, agent.linker().class_of, question)
+    assert notes and _one(store, fixed) == "O39"
+    agrees = "MATCH (s:Object {class: 'seating'}) WHERE s.nodeSymbol = 'O58' RETURN s.nodeSymbol"
+    assert class_symbol_conflict(agrees, agent.linker().class_of, question) == (agrees, [])
+
+
+def test_where_a_named_node_lies_is_no_ignored_entity() -> None:
+    question = "From mesh place P1424 in the lounge to mesh place P6219 in hallway R2: how many hops?"
+    assert _locates_named(question, Link("lounge", "Room", "class", "lounge", "exact"))
+    assert _locates_named(question, Link("R2", "Room", "nodeSymbol", "R2", "symbol"))
+    assert not _locates_named(
+        "How many seats are in the lounge?", Link("lounge", "Room", "class", "lounge", "exact")
+    )
+
+
+def test_the_container_holding_a_picked_node() -> None:
+    question = "Which room holds the cabinet or shelf that is the farthest away from the bike?"
+    assert needs_split(question, ROOMS)
+    assert split_by_form(question, ROOMS) == Split(
+        "Which cabinet or shelf is the farthest away from the bike?", "Which room holds #1?"
+    )
+    assert not needs_split("Which room holds the most bins?", ROOMS)
+
+
+def test_an_adjective_is_no_entity(store: CypherStore) -> None:
+    agent = CypherAgent(None, store, CypherAgentConfig())  # type: ignore[arg-type]
+    links = agent.linker().link("Looking at individual mesh places, where are the seats most concentrated?")
+    assert [link.value for link in links] == ["seating"]  # not 'human' for "individual"

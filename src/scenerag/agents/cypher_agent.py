@@ -42,6 +42,7 @@ from scenerag.agents.query_repair import (
     carry_dropped_variables,
     center_arguments,
     choice_from_comparison,
+    class_symbol_conflict,
     count_grouped_by_itself,
     detach_measured_container,
     drop_class_filters,
@@ -64,6 +65,7 @@ from scenerag.agents.query_repair import (
     repair_symbol_layers,
     return_the_neighbour,
     split_subquery_arithmetic,
+    superlative_for_bound,
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
@@ -585,6 +587,11 @@ class CypherAgent:
                 notes += more
                 draft.cypher, more = nearest_for_center_equality(draft.cypher, question)
                 notes += more
+                draft.cypher, more = superlative_for_bound(draft.cypher, question)
+                notes += more
+                if self.config.link_entities:
+                    draft.cypher, more = class_symbol_conflict(draft.cypher, self.linker().class_of, question)
+                    notes += more
                 draft.cypher, more = drop_scope_classes(draft.cypher, question, self.store.schema())
                 notes += more
                 if _CHOICE.search(question):
@@ -612,7 +619,11 @@ class CypherAgent:
                     draft.cypher, named, self._symbol_classes(named), choice=bool(_CHOICE.search(question))
                 )
                 state.result.context.setdefault("rewrites", []).extend(notes)
-            unused = unused_links(draft.cypher, links) if attempt == 0 else []
+            unused = (
+                [link for link in unused_links(draft.cypher, links) if not _locates_named(question, link)]
+                if attempt == 0
+                else []
+            )
             told = _normalized(draft.cypher) in set(state.result.context.get("feedback_only", []))
             if told and self.config.auto_repair and not _REFERS_BACK.search(question):
                 # told it filters on a class the question never names, the model wrote it again: drop it
@@ -1121,6 +1132,20 @@ def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
             continue  # "the lounge" matched by its symbol R1
         out.append(link)
     return out
+
+
+def _locates_named(question: str, link: Link) -> bool:
+    """Whether ``link`` only says where a node named by symbol is ("P1424 *in the lounge*", "P6219 in
+    *hallway R2*"): a query about that node need not use it."""
+    mention = re.escape(link.mention)
+    return (
+        re.search(
+            rf"\b[A-Z]{{1,2}}\d+\s+(?:is\s+|that\s+is\s+)?(?:in|on|inside|at)\s+(?:the\s+)?(?:[a-z]+\s+)?{mention}\b",
+            question,
+            re.I,
+        )
+        is not None
+    )
 
 
 def invented_symbols(query: str, links: Sequence[Link], question: str) -> list[str]:

@@ -118,7 +118,9 @@ def needs_split(question: str, containers: Iterable[str] = ()) -> bool:
         if re.match(rf"^\s*(?:which|what)\s+{re.escape(m.group(1) or m.group(2))}", text, re.I):
             continue
         return True
-    return False
+    return (
+        _holds_picked(text, container) is not None
+    )  # "Which room holds the cabinet that is the farthest ..."
 
 
 def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None:
@@ -137,11 +139,26 @@ def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None
     text = _PARENTHESIS.sub(" ", question).strip()
     return (
         _picked_inside(text, container)
+        or _holds_picked(text, container)
         or _described(text, container)
         or _found_in_named(text, container)
         or _picked_then_named(text)
         or _nearest_to_named(text)
     )
+
+
+def _holds_picked(text: str, container: str) -> Split | None:
+    """ "Which room holds the cabinet that is the farthest away from the bike?" -> "Which cabinet is the
+    farthest away from the bike?", "Which room holds #1?"."""
+    m = re.match(
+        rf"^\s*(?:which|what)\s+(?P<c>{container})\s+(?:holds|has|contains|keeps)\s+the\s+(?P<head>.+?)\s+"
+        rf"(?:that|which)\s+(?:is|lies|sits|stands|hangs)\s+(?P<how>(?:the\s+)?{_PICKED}\b[^?]+?)\s*\?*\s*$",
+        text,
+        re.I,
+    )
+    if m is None:
+        return None
+    return Split(f"Which {m.group('head')} is {m.group('how')}?", f"Which {m.group('c')} holds #1?")
 
 
 def _picked_inside(text: str, container: str) -> Split | None:

@@ -1251,3 +1251,97 @@ def nearest_for_center_equality(query: str, question: str) -> tuple[str, list[st
     order = "ASC" if near else "DESC"
     fixed += f" ORDER BY point.distance({r}.center, {refs[0]}.center) {order} LIMIT 1"
     return fixed, [f"no node sits exactly at {refs[0]}'s center: ordered by the distance to it ({order})"]
+
+
+_BOUND = re.compile(
+    r"(?P<and>\bAND\s+)?(?P<d>point\.distance\(\s*\w+\.center\s*,\s*\w+\.center\s*\))\s*(?P<op>[<>]=?)\s*"
+    r"(?P<n>\d+(?:\.\d+)?)(?P<and2>\s+AND\b)?",
+    re.I,
+)
+
+
+def superlative_for_bound(query: str, question: str) -> tuple[str, list[str]]:
+    """``WHERE ... point.distance(x.center, l.center) > 100 RETURN x.nodeSymbol`` for "which box lies the
+    farthest from the light" (a bound the question never gave): the one farthest (or, for closest /
+    nearest, the one nearest) is meant -> ``ORDER BY point.distance(...) DESC LIMIT 1``. ``(query,
+    notes)``; unchanged when the question gives the number, asks no superlative, or the query orders."""
+    near = re.search(r"\b(closest|nearest)\b", question, re.I)
+    far = re.search(r"\b(farthest|furthest)\b", question, re.I)
+    bounds = list(_BOUND.finditer(query))
+    said = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", question)}
+    if (
+        len(bounds) != 1
+        or bool(near) == bool(far)
+        or float(bounds[0].group("n")) in said
+        or re.search(r"\b(?:ORDER\s+BY|LIMIT)\b|\bcount\s*\(", query, re.I)
+        or not re.search(r"\bRETURN\s+(?:DISTINCT\s+)?\w+\.nodeSymbol\s*$", query, re.I)
+    ):
+        return query, []
+    m = bounds[0]
+    keep = "AND " if m.group("and") and m.group("and2") else ""
+    fixed = query[: m.start()] + keep + query[m.end() :]
+    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH)\b", "", fixed, flags=re.I)
+    fixed = re.sub(r"\s{2,}", " ", fixed).strip()
+    order = "ASC" if near else "DESC"
+    fixed += f" ORDER BY {m.group('d')} {order} LIMIT 1"
+    return fixed, [
+        f"the question asks for the {(near or far).group(1)} one, not a bound of {m.group('n')} m: ordered {order}"
+    ]  # type: ignore[union-attr]
+
+
+def class_symbol_conflict(
+    query: str, class_of: Callable[[str], str | None], question: str
+) -> tuple[str, list[str]]:
+    """One variable pinned to a symbol *and* a class the symbol does not have: ``(s:Object {class: 'sign'})
+    WHERE s.nodeSymbol = 'O58'`` for "I'm on bench O58: which sign is closest?" (no rows). The symbol is the
+    reference and the class what is asked: the class moves to the node measured from it, or, where the
+    query measures nothing, the nearest (farthest) node of the class to the symbol is asked for.
+    ``class_of``: a symbol's class. ``(query, notes)``; unchanged when no variable is so pinned."""
+    nodes = {m.group("v"): m for m in _NODE_PATTERN.finditer(query)}
+    for v, node in nodes.items():
+        props = node.group("props") or ""
+        cls = _CLASS_PROP.search(props) or re.search(rf"\b{v}\.class\s*=\s*'([^']*)'", query)
+        sym = _SYMBOL_PROP.search(props) or re.search(rf"\b{v}\.nodeSymbol\s*=\s*'([^']*)'", query)
+        if cls is None or sym is None:
+            continue
+        value, symbol, label = cls.group(1), sym.group(1), node.group("l")
+        actual = class_of(symbol)
+        if actual is None or actual == value:
+            continue
+        partner = next(
+            (
+                w
+                for w, m in nodes.items()
+                if w != v
+                and m.group("l") == label
+                and not (m.group("props") or "").strip()
+                and re.search(
+                    rf"point\.distance\(\s*(?:{v}\.center\s*,\s*{w}|{w}\.center\s*,\s*{v})\.center", query
+                )
+            ),
+            None,
+        )
+        note = (
+            f"{symbol} is a {actual}, not a {value}: {symbol} is the reference and the {value} what is asked"
+        )
+        if partner is not None:
+            fixed, _ = drop_class_filters(query, [value])
+            w = nodes[partner]
+            start = fixed.find(w.group(0))
+            fixed = (
+                fixed[:start]
+                + f"({partner}:{label} {{class: {_quote(value)}}})"
+                + fixed[start + len(w.group(0)) :]
+            )
+            return fixed, [note]
+        near = re.search(r"\b(closest|nearest)\b", question, re.I)
+        far = re.search(r"\b(farthest|furthest)\b", question, re.I)
+        if bool(near) == bool(far) or "point.distance" in query:
+            return query, []
+        order = "ASC" if near else "DESC"
+        fixed = (
+            f"MATCH (x:{label} {{class: {_quote(value)}}}), (ref:{label} {{nodeSymbol: {_quote(symbol)}}}) "
+            f"WHERE x <> ref RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) {order} LIMIT 1"
+        )
+        return fixed, [note]
+    return query, []
