@@ -32,6 +32,7 @@ from scenerag.agents.linking import EntityLinker, Link
 from scenerag.agents.query_repair import (
     alternatives_in_map,
     center_arguments,
+    choice_column_only,
     choice_from_comparison,
     class_symbol_conflict,
     count_grouped_by_itself,
@@ -40,6 +41,7 @@ from scenerag.agents.query_repair import (
     drop_idle_sibling,
     drop_return_trip,
     drop_scope_classes,
+    extreme_in_with,
     height_for_self_distance,
     holder_classes,
     merge_union_by_symbol,
@@ -58,6 +60,7 @@ from scenerag.agents.query_repair import (
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
+    widen_shortest_paths,
 )
 from scenerag.lang import sldp_equal
 from scenerag.store import CypherStore, open_store
@@ -945,3 +948,69 @@ def test_an_adjective_is_no_entity(store: CypherStore) -> None:
     agent = CypherAgent(None, store, CypherAgentConfig())  # type: ignore[arg-type]
     links = agent.linker().link("Looking at individual mesh places, where are the seats most concentrated?")
     assert [link.value for link in links] == ["seating"]  # not 'human' for "individual"
+
+
+def test_an_extreme_grouped_away_orders_the_node(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object) "
+        "WITH r, max(point.distance(o.center, r.center)) AS d RETURN o.nodeSymbol"
+    )
+    fixed, notes = extreme_in_with(query)
+    assert notes and _one(store, fixed) == "O3"
+
+
+def test_a_short_bound_on_a_shortest_path_is_raised(store: CypherStore) -> None:
+    query = (
+        "MATCH (a:MeshPlace {nodeSymbol: 'P754'}), (b:MeshPlace {nodeSymbol: 'P29521'}) "
+        "MATCH p = shortestPath((a)-[:MESH_PLACE_CONNECTED*..10]-(b)) RETURN length(p)"
+    )
+    assert store.query(query).rows == []  # the route is 11 hops
+    fixed, notes = widen_shortest_paths(query)
+    assert notes and _one(store, fixed) == "11"
+
+
+def test_the_answer_of_two_counts_is_their_case(store: CypherStore) -> None:
+    beside = (
+        "MATCH (a:MeshPlace {nodeSymbol: 'P22249'})-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) WITH count(DISTINCT b) AS n1 "
+        "MATCH (c:MeshPlace {nodeSymbol: 'P6255'})-[:MESH_PLACE_CONNECTED]-(d:MeshPlace) "
+        "WITH n1, count(DISTINCT d) AS n2 RETURN n1, n2, CASE WHEN n1 > n2 THEN 'P22249' ELSE 'P6255' END"
+    )
+    fixed, notes = choice_column_only(beside)
+    assert notes and _one(store, fixed) == "P22249"
+    constant = (
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'sign'}) WITH r, count(DISTINCT o) AS n1 "
+        "MATCH (r)-[:CONTAINS*]->(o:Object {class: 'storage'}) WITH r, n1, count(DISTINCT o) AS n2 "
+        "ORDER BY n1 DESC LIMIT 1 RETURN 'sign'"
+    )
+    fixed, notes = choice_from_comparison(constant, "In the lounge, are there more signs or more cabinets?")
+    assert notes and _one(store, fixed) == "storage"
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "then"),
+    [
+        (
+            "Whatever object is the farthest from the sign O95, what room is it in?",
+            "Which object is the farthest from the sign O95?",
+            "What room is #1 in?",
+        ),
+        (
+            "The appliance O10 stands in one of the hallways. How many mesh places make up that hallway?",
+            "Which hallway is the appliance O10 in?",
+            "How many mesh places make up #1?",
+        ),
+        (
+            "Find the box closest to the sign O264, then tell me which room that box is in.",
+            "Which box is closest to the sign O264?",
+            "which room #1 is in.",
+        ),
+        (
+            "What rooms can I walk into directly from the room where the bike is parked?",
+            "Which room is the bike in?",
+            "What rooms can I walk into directly from #1?",
+        ),
+    ],
+)
+def test_more_two_step_forms(question: str, first: str, then: str) -> None:
+    assert needs_split(question, ROOMS)
+    assert split_by_form(question, ROOMS) == Split(first, then)

@@ -41,6 +41,7 @@ from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.query_repair import (
     carry_dropped_variables,
     center_arguments,
+    choice_column_only,
     choice_from_comparison,
     class_symbol_conflict,
     count_grouped_by_itself,
@@ -49,6 +50,7 @@ from scenerag.agents.query_repair import (
     drop_idle_sibling,
     drop_return_trip,
     drop_scope_classes,
+    extreme_in_with,
     fill_ignored_values,
     height_for_self_distance,
     holder_classes,
@@ -69,6 +71,7 @@ from scenerag.agents.query_repair import (
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
+    widen_shortest_paths,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
 from scenerag.errors import SceneRagError
@@ -478,7 +481,12 @@ class CypherAgent:
             notes += more
             ran, more = carry_dropped_variables(ran)
             notes += more
-            for repair in (count_grouped_by_itself, drop_return_trip, unpin_twice_named):
+            for repair in (
+                count_grouped_by_itself,
+                drop_return_trip,
+                unpin_twice_named,
+                widen_shortest_paths,
+            ):
                 ran, more = repair(ran)
                 notes += more
             singletons = self.linker().singletons() if self.config.link_entities else {}
@@ -597,6 +605,10 @@ class CypherAgent:
                 if _CHOICE.search(question):
                     draft.cypher, more = choice_from_comparison(draft.cypher, question)
                     notes += more
+                draft.cypher, more = choice_column_only(draft.cypher)
+                notes += more
+                draft.cypher, more = extreme_in_with(draft.cypher)
+                notes += more
                 if _measured_from_center(question, links):
                     draft.cypher, more = detach_measured_container(draft.cypher)
                     notes += more

@@ -24,7 +24,9 @@ _ANAPHOR = re.compile(
     r"\b(?:that|this|those|these)\s+(?!is\b|are\b|was\b)\w+|\b(?:it|its|them|they|there)\b", re.I
 )
 _CLAUSE_END = re.compile(
-    r"(?<=[.:;?!])\s+(?=[A-Z])|,\s+and\s+(?=(?:which|what|where|how|is|are|does|do)\b)", re.I
+    r"(?<=[.:;?!])\s+(?=[A-Z])|,\s+and\s+(?=(?:which|what|where|how|is|are|does|do)\b)"
+    r"|,\s+(?:and\s+)?then\s+(?:tell\s+me\s+)?(?=(?:which|what|where|how)\b)",
+    re.I,
 )
 _ASKS = re.compile(r"^\s*(?:which|what|where|how|is|are|does|do|can|count|list|name|give)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)")
@@ -118,9 +120,13 @@ def needs_split(question: str, containers: Iterable[str] = ()) -> bool:
         if re.match(rf"^\s*(?:which|what)\s+{re.escape(m.group(1) or m.group(2))}", text, re.I):
             continue
         return True
+    # "Which room holds the cabinet that is the farthest ...", "Whatever object is the farthest from O95, what
+    # room is it in?", "The appliance O10 stands in one of the hallways. How many ... that hallway?"
     return (
         _holds_picked(text, container) is not None
-    )  # "Which room holds the cabinet that is the farthest ..."
+        or _picked_or_placed(text) is not None
+        or re.search(_holding_thing(container), text, re.I) is not None
+    )
 
 
 def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None:
@@ -144,6 +150,7 @@ def split_by_form(question: str, containers: Iterable[str] = ()) -> Split | None
         or _found_in_named(text, container)
         or _picked_then_named(text)
         or _nearest_to_named(text)
+        or _picked_or_placed(text)
     )
 
 
@@ -197,6 +204,7 @@ def _described(text: str, container: str) -> Split | None:
         rf"(?:\s+(?:is|are|was|hangs|sits|stands|lies|is\s+\w+ed))?(?:\s+(?:in|on|at))?(?=\s*(?:[:,.;?!]|$))",
         text,
     )
+    holding = holding or _find(_holding_thing(container), text)  # "the room where the bike is parked"
     if holding:
         held = holding.group("s")
         if re.match(r"(?:holds|contains|has|includes|carries)\b", held, re.I):  # "the place that holds O11"
@@ -310,6 +318,51 @@ def _nearest_to_named(text: str) -> Split | None:
                 " ".join([then, *clauses[i + 1 :]]).strip(),
             )
     return None
+
+
+_WHATEVER_PICKED = re.compile(
+    rf"^\s*(?:whatever|whichever)\s+(?P<head>\w+(?:\s+\w+)?)\s+(?:is|lies|sits|stands)\s+"
+    rf"(?P<how>(?:the\s+)?{_PICKED}\b[^,]+?),\s*(?P<then>(?:which|what|where|how)\b.*\b(?:it|its)\b.*)$",
+    re.I,
+)
+_ONE_OF_THE = re.compile(
+    rf"^\s*(?P<named>(?:the\s+)?(?:[a-z]+\s+)?{_SYMBOL})\s+(?:is|stands|sits|lies|hangs|is\s+\w+ed)\s+"
+    r"(?:in|on)\s+one\s+of\s+the\s+(?P<c>\w+?)s?\s*[.;:]?\s*$",
+    re.I,
+)
+
+
+def _picked_or_placed(text: str) -> Split | None:
+    """ "Whatever object is the farthest from the sign O95, what room is it in?" -> "Which object is the
+    farthest from the sign O95?", "What room is #1 in?"; "The appliance O10 stands in one of the hallways.
+    How many mesh places make up that hallway?" -> "Which hallway is the appliance O10 in?", "How many mesh
+    places make up #1?"."""
+    m = _WHATEVER_PICKED.match(text)
+    if m is not None:
+        then = re.sub(r"\bits\b", "#1's", m.group("then"), count=1, flags=re.I)
+        then = re.sub(r"\bit\b", "#1", then, count=1, flags=re.I) if "#1" not in then else then
+        return Split(f"Which {m.group('head')} is {m.group('how')}?", then[0].upper() + then[1:])
+    clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
+    placed = _ONE_OF_THE.match(clauses[0]) if len(clauses) >= 2 else None
+    if placed is None:
+        return None
+    noun = placed.group("c")
+    again = re.compile(rf"\b(?:that|this|the)\s+{re.escape(noun)}\b", re.I)
+    for i, later in enumerate(clauses[1:], start=1):
+        found = again.search(later)
+        if found and _ASKS.search(later):
+            then = later[: found.start()] + "#1" + later[found.end() :]
+            named = re.sub(r"^(?:the\s+)?", "the ", placed.group("named"), flags=re.I)
+            return Split(f"Which {noun} is {named} in?", " ".join([then, *clauses[i + 1 :]]).strip())
+    return None
+
+
+def _holding_thing(container: str) -> str:
+    """A container described by a thing in it named by its kind: "the room where the bike is parked"."""
+    return (
+        rf"\bthe\s+(?P<c>{container})\s+(?:that|which|where)\s+(?P<s>the\s+(?!(?:{container})\b)[a-z]+"
+        rf"(?:\s+[a-z]+)?)\s+(?:is|was|hangs|sits|stands|lies|is\s+\w+ed)(?:\s+(?:in|on|at))?(?=\s*(?:[:,.;?!]|$))"
+    )
 
 
 def _plural(word: str) -> str:

@@ -1052,9 +1052,16 @@ def drop_scope_classes(query: str, question: str, schema: GraphSchema) -> tuple[
     ]
 
 
-_COUNT_ALIAS = re.compile(r"\bcount\s*\([^()]*\)\s+AS\s+(?P<a>\w+)", re.I)
+_COUNT_ALIAS = re.compile(r"\bcount\s*\(\s*(?:DISTINCT\s+)?(?P<v>\w*)[^()]*\)\s+AS\s+(?P<a>\w+)", re.I)
 _COMPARED_RETURN = re.compile(
     r"\bRETURN\s+(?P<a>\w+)\s*(?P<op>>=?|<=?)\s*(?P<b>\w+)(?:\s+AS\s+\w+)?\s*$", re.I
+)
+
+
+#: ``... ORDER BY n1 DESC LIMIT 1 RETURN 'sign'``: a constant for the answer
+_CONSTANT_RETURN = re.compile(
+    r"(?:\s+ORDER\s+BY\s+\w+(?:\s+(?:ASC|DESC))?(?:\s+LIMIT\s+\d+)?)?\s+RETURN\s+'[^']*'(?:\s+AS\s+\w+)?\s*;?\s*$",
+    re.I,
 )
 
 
@@ -1062,25 +1069,39 @@ def choice_from_comparison(query: str, question: str) -> tuple[str, list[str]]:
     """``... count(DISTINCT o) AS na MATCH (o {class: 'seating'}) ... AS nb RETURN na > nb`` for "more storage
     or more seats?": true/false cannot say which; the class with the larger count (the smaller for "fewer")
     is returned. Only where each count's clause filters on exactly one class. ``(query, notes)``."""
-    ret = _COMPARED_RETURN.search(query)
+    ret = _COMPARED_RETURN.search(query) or _CONSTANT_RETURN.search(query)
     if ret is None:
         return query, []
     classes: dict[str, str] = {}
     start = 0
     for m in _COUNT_ALIAS.finditer(query):
-        found = set(re.findall(rf"\b{ont.CLASS_KEY}\s*(?::|=)\s*'([^']*)'", query[start : m.start()]))
+        segment, v = query[start : m.start()], re.escape(m.group("v") or "_")
+        found = set(
+            re.findall(rf"\(\s*{v}\s*:\s*`?\w+`?\s*\{{[^{{}}]*\b{ont.CLASS_KEY}\s*:\s*'([^']*)'", segment)
+        )
+        found |= set(re.findall(rf"\b{v}\.{ont.CLASS_KEY}\s*=\s*'([^']*)'", segment))
+        if len(found) != 1:  # the counted variable's class not said: the segment's only class
+            found = set(re.findall(rf"\b{ont.CLASS_KEY}\s*(?::|=)\s*'([^']*)'", segment))
         if len(found) == 1:
             classes[m.group("a")] = found.pop()
         start = m.end()
-    a, b = ret.group("a"), ret.group("b")
+    if "op" in ret.groupdict():
+        a, b = ret.group("a"), ret.group("b")
+    elif len(classes) == 2:
+        a, b = list(classes)
+    else:
+        return query, []
     if a not in classes or b not in classes or classes[a] == classes[b]:
         return query, []
     op = "<" if re.search(r"\b(fewer|less|smaller|least|fewest)\b", question, re.I) else ">"
     fixed = (
-        query[: ret.start()]
-        + f"RETURN CASE WHEN {a} {op} {b} THEN {_quote(classes[a])} ELSE {_quote(classes[b])} END AS answer"
+        query[: ret.start()].rstrip()
+        + f" RETURN CASE WHEN {a} {op} {b} THEN {_quote(classes[a])} ELSE {_quote(classes[b])} END AS answer"
     )
-    return fixed, [f"true/false cannot say which of {classes[a]!r} and {classes[b]!r}: returned the class"]
+    return fixed, [
+        f"neither true/false nor a constant says which of {classes[a]!r} and {classes[b]!r}: returned the class "
+        "by the two counts"
+    ]
 
 
 def holder_classes(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
@@ -1345,3 +1366,60 @@ def class_symbol_conflict(
         )
         return fixed, [note]
     return query, []
+
+
+_WITH_EXTREME = re.compile(
+    r"\bWITH\s+(?:[^;]*?,\s*)?(?P<f>max|min)\s*\(\s*(?P<d>point\.distance\(\s*(?P<a>\w+)\.center\s*,\s*(?P<b>\w+)\.center\s*\))"
+    r"\s*\)\s+AS\s+\w+\s+RETURN\s+(?:DISTINCT\s+)?(?P<r>\w+)\.nodeSymbol\s*;?\s*$",
+    re.I | re.S,
+)
+
+
+def extreme_in_with(query: str) -> tuple[str, list[str]]:
+    """``WITH r, max(point.distance(o.center, r.center)) AS d RETURN o.nodeSymbol`` (``o`` is gone after the
+    WITH) for "what lies the farthest from the lounge's center": ``o`` ordered by that distance ->
+    ``RETURN o.nodeSymbol ORDER BY point.distance(...) DESC LIMIT 1`` (ASC for min). ``(query, notes)``."""
+    m = _WITH_EXTREME.search(query)
+    if m is None or m.group("r") not in (m.group("a"), m.group("b")):
+        return query, []
+    order = "DESC" if m.group("f").lower() == "max" else "ASC"
+    fixed = query[: m.start()] + f"RETURN {m.group('r')}.nodeSymbol ORDER BY {m.group('d')} {order} LIMIT 1"
+    return fixed, [
+        f"{m.group('f')}() grouped away {m.group('r')}: ordered {m.group('r')} by the distance instead"
+    ]
+
+
+_SHORTEST_BOUND = re.compile(
+    r"(shortestPath\s*\(\s*\([^()]*\)\s*<?-\s*\[[^\]]*\*\s*(?:\d+\s*)?\.\.\s*)(\d+)", re.I
+)
+
+
+def widen_shortest_paths(query: str) -> tuple[str, list[str]]:
+    """``shortestPath((a)-[:MESH_PLACE_CONNECTED*..10]-(b))``: a small upper bound turns a long route into
+    "no route"; a shortest path search stops at the shortest anyway, so the bound is raised to 200."""
+    notes: list[str] = []
+
+    def widen(m: re.Match[str]) -> str:
+        if int(m.group(2)) >= 200:
+            return m.group(0)
+        notes.append(f"a shortest path bounded by {m.group(2)} hops misses longer routes: searched up to 200")
+        return m.group(1) + "200"
+
+    fixed = _SHORTEST_BOUND.sub(widen, query)
+    return fixed, notes[:1]
+
+
+_CASE_AMONG = re.compile(
+    r"\bRETURN\s+(?P<cols>(?:[^,;]+,\s*)+)?(?P<case>CASE\s+WHEN\b.+?\bEND)(?P<alias>\s+AS\s+\w+)?(?P<tail>(?:\s*,[^;]*)?)\s*;?\s*$",
+    re.I | re.S,
+)
+
+
+def choice_column_only(query: str) -> tuple[str, list[str]]:
+    """``RETURN n1, n2, CASE WHEN n1 > n2 THEN 'P22249' ELSE 'P6255' END`` for "P22249 or P6255, which has
+    more ...": the CASE column is the answer; the counts beside it go. ``(query, notes)``."""
+    m = _CASE_AMONG.search(query)
+    if m is None or not (m.group("cols") or m.group("tail").strip()):
+        return query, []
+    fixed = query[: m.start()] + f"RETURN {m.group('case')}{m.group('alias') or ''}"
+    return fixed, ["the question asks which of the two: returned the CASE column alone"]
