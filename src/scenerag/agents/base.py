@@ -80,9 +80,8 @@ class RunState:
     def __init__(self, result: AgentResult) -> None:
         self.result = result
         self.messages: list[Message] = []
-        self.hints: dict[
-            str, Any
-        ] = {}  # what an agent learnt of the question for its own repairs (unreported)
+        #: what an agent learnt of the question for its own repairs (not reported)
+        self.hints: dict[str, Any] = {}
 
     def add_usage(self, usage: Usage) -> None:
         self.result.usage = self.result.usage + usage

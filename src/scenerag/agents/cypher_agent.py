@@ -587,28 +587,9 @@ class CypherAgent:
                 draft.cypher, notes = center_arguments(draft.cypher)
                 draft.cypher, more = order_by_superlative(draft.cypher, question)
                 notes += more
-                draft.cypher, more = height_for_self_distance(draft.cypher, question)
-                notes += more
-                draft.cypher, more = others_for_self_distance(draft.cypher)
-                notes += more
-                draft.cypher, more = pick_of_two_named(draft.cypher, question)
-                notes += more
-                draft.cypher, more = nearest_for_center_equality(draft.cypher, question)
-                notes += more
-                draft.cypher, more = superlative_for_bound(draft.cypher, question)
-                notes += more
-                if self.config.link_entities:
-                    draft.cypher, more = class_symbol_conflict(draft.cypher, self.linker().class_of, question)
+                for repair in self._question_repairs(question):
+                    draft.cypher, more = repair(draft.cypher)
                     notes += more
-                draft.cypher, more = drop_scope_classes(draft.cypher, question, self.store.schema())
-                notes += more
-                if _CHOICE.search(question):
-                    draft.cypher, more = choice_from_comparison(draft.cypher, question)
-                    notes += more
-                draft.cypher, more = choice_column_only(draft.cypher)
-                notes += more
-                draft.cypher, more = extreme_in_with(draft.cypher)
-                notes += more
                 if _measured_from_center(question, links):
                     draft.cypher, more = detach_measured_container(draft.cypher)
                     notes += more
@@ -772,6 +753,24 @@ class CypherAgent:
             state.result.error = state.result.error or "no query ran: " + (
                 state.result.tools[-1].error if state.result.tools else "the model wrote no query"
             )
+
+    def _question_repairs(self, question: str) -> list[Callable[[str], tuple[str, list[str]]]]:
+        """The rewrites of a draft that read the question, in the order they run (each ``query -> (query,
+        notes)``)."""
+        schema = self.store.schema()
+        repairs: list[Callable[[str], tuple[str, list[str]]]] = [
+            lambda q: height_for_self_distance(q, question),
+            others_for_self_distance,
+            lambda q: pick_of_two_named(q, question),
+            lambda q: nearest_for_center_equality(q, question),
+            lambda q: superlative_for_bound(q, question),
+        ]
+        if self.config.link_entities:
+            repairs.append(lambda q: class_symbol_conflict(q, self.linker().class_of, question))
+        repairs.append(lambda q: drop_scope_classes(q, question, schema))
+        if _CHOICE.search(question):
+            repairs.append(lambda q: choice_from_comparison(q, question))
+        return [*repairs, choice_column_only, extreme_in_with]
 
     def _question_hints(self, question: str, links: Sequence[Link]) -> dict[str, Any]:
         """What the repairs need to know of the question: ``asked_class``, the class "which <noun>" asks for,
@@ -1236,13 +1235,7 @@ def sketch_problems(
     if re.search(r"\(not\s*\(in-room", goal):
         problems.append("avoiding a room means never visiting it: (not (visited-room ...)), not in-room")
     grasp = _GRASP.search(instruction)
-    if (
-        grasp
-        and re.match(r"\s*\(\s*or\b", goal)
-        and re.search(r"\(\s*holding\b", goal)
-        and re.search(r"\(\s*(?:visited|at)-", goal)
-        and not re.search(r"\bor\b", instruction, re.I)
-    ):
+    if grasp and _holding_only(instruction, goal) is not None:
         problems.append(
             f"'{grasp.group(0)}' asks only for holding it: (holding [...]), not an or with visiting"
         )

@@ -566,10 +566,25 @@ def repair_node_operators(query: str, schema: GraphSchema) -> tuple[str, list[st
             notes.append("a named node is no pair to count once: dropped the symbol-order filter")
     if not edits:
         return query, []
-    fixed = re.sub(
-        r"\bWHERE\s+(?=RETURN|WITH|ORDER|MATCH|OPTIONAL|$)", "", apply_edits(query, edits), flags=re.I
-    )
+    fixed = _without_empty_where(apply_edits(query, edits))
     return re.sub(r"\s{2,}", " ", fixed).strip(), list(dict.fromkeys(notes))
+
+
+def _without_empty_where(query: str) -> str:
+    """``query`` without a WHERE left with no condition by an edit (``WHERE RETURN ...``)."""
+    return re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER|MATCH|OPTIONAL|$)", "", query, flags=re.I)
+
+
+def _distance_order(
+    question: str, near: str = "closest|nearest", far: str = "farthest|furthest"
+) -> tuple[str, str] | None:
+    """``('ASC', word)`` where the question asks for the nearest, ``('DESC', word)`` for the farthest (one
+    of the two word sets only); None otherwise."""
+    n = re.search(rf"\b({near})\b", question, re.I)
+    f = re.search(rf"\b({far})\b", question, re.I)
+    if bool(n) == bool(f):
+        return None
+    return ("ASC", n.group(1)) if n else ("DESC", f.group(1))  # type: ignore[union-attr]
 
 
 _CONTAINS_PAIR = re.compile(
@@ -1045,7 +1060,7 @@ def drop_scope_classes(query: str, question: str, schema: GraphSchema) -> tuple[
     if not scoped:
         return query, []
     fixed, _ = drop_class_filters(query, scoped)
-    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER)\b", "", fixed, flags=re.I)
+    fixed = _without_empty_where(fixed)
     return fixed, [
         f"{', '.join(repr(v) for v in scoped)} is no class of this graph (it names the map, a layer, or "
         "describes a named node): dropped the filter"
@@ -1141,7 +1156,7 @@ def holder_classes(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
     if not edits:
         return query, []
     fixed = "".join(prefix) + apply_edits(query, edits)
-    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER|MATCH)\b", "", fixed, flags=re.I)
+    fixed = _without_empty_where(fixed)
     return re.sub(r"\s{2,}", " ", fixed), notes
 
 
@@ -1159,9 +1174,8 @@ def pick_of_two_named(query: str, question: str) -> tuple[str, list[str]]:
     "farther", the farther) returned. ``(query, notes)``; unchanged unless exactly two named nodes of the
     returned node's label can be the answer and one other node is measured from."""
     m = _PICK_BY_DISTANCE.search(query)
-    closer = re.search(r"\b(closer|nearer|closest|nearest)\b", question, re.I)
-    farther = re.search(r"\b(farther|further|farthest|furthest)\b", question, re.I)
-    if m is None or bool(closer) == bool(farther):
+    order = _distance_order(question, "closer|nearer|closest|nearest", "farther|further|farthest|furthest")
+    if m is None or order is None:
         return query, []
     pins = {
         n.group("v"): (n.group("l"), s.group(1))
@@ -1177,7 +1191,7 @@ def pick_of_two_named(query: str, question: str) -> tuple[str, list[str]]:
     if len(candidates) != 2:
         return query, []
     a, b, ref = candidates[0], candidates[1], refs[0]
-    op = "<" if closer else ">"
+    op = "<" if order[0] == "ASC" else ">"
     fixed = query[: m.start()] + (
         f"RETURN CASE WHEN point.distance({a}.center, {ref}.center) {op} point.distance({b}.center, {ref}.center) "
         f"THEN {a}.nodeSymbol ELSE {b}.nodeSymbol END AS answer"
@@ -1251,11 +1265,10 @@ def nearest_for_center_equality(query: str, question: str) -> tuple[str, list[st
     "which object is closest to the middle of R5": no node sits exactly there; the node nearest to ``r``'s
     center is meant -> ``ORDER BY point.distance(o.center, r.center) ASC LIMIT 1`` (DESC for "farthest").
     ``(query, notes)``; unchanged unless the question asks for the nearest or farthest."""
-    near = re.search(r"\b(closest|nearest|next to)\b", question, re.I)
-    far = re.search(r"\b(farthest|furthest)\b", question, re.I)
+    wanted = _distance_order(question, near="closest|nearest|next to")
     conditions = list(_CENTER_EQUALS.finditer(query))
     returned = _RETURNED.search(query)
-    if not conditions or bool(near) == bool(far) or returned is None or not returned.group("v"):
+    if not conditions or wanted is None or returned is None or not returned.group("v"):
         return query, []
     r = returned.group("v")
     used = {m.group("v") for m in conditions} | {
@@ -1267,9 +1280,9 @@ def nearest_for_center_equality(query: str, question: str) -> tuple[str, list[st
     edits = [(m.start(), m.end(), "") for m in conditions]
     fixed = apply_edits(query, edits)
     fixed = re.sub(r"\bWHERE\s+AND\s+", "WHERE ", fixed, flags=re.I)
-    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER)\b", "", fixed, flags=re.I)
+    fixed = _without_empty_where(fixed)
     fixed = re.sub(r"\s{2,}", " ", fixed).strip()
-    order = "ASC" if near else "DESC"
+    order = wanted[0]
     fixed += f" ORDER BY point.distance({r}.center, {refs[0]}.center) {order} LIMIT 1"
     return fixed, [f"no node sits exactly at {refs[0]}'s center: ordered by the distance to it ({order})"]
 
@@ -1286,13 +1299,12 @@ def superlative_for_bound(query: str, question: str) -> tuple[str, list[str]]:
     farthest from the light" (a bound the question never gave): the one farthest (or, for closest /
     nearest, the one nearest) is meant -> ``ORDER BY point.distance(...) DESC LIMIT 1``. ``(query,
     notes)``; unchanged when the question gives the number, asks no superlative, or the query orders."""
-    near = re.search(r"\b(closest|nearest)\b", question, re.I)
-    far = re.search(r"\b(farthest|furthest)\b", question, re.I)
+    wanted = _distance_order(question)
     bounds = list(_BOUND.finditer(query))
     said = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", question)}
     if (
         len(bounds) != 1
-        or bool(near) == bool(far)
+        or wanted is None
         or float(bounds[0].group("n")) in said
         or re.search(r"\b(?:ORDER\s+BY|LIMIT)\b|\bcount\s*\(", query, re.I)
         or not re.search(r"\bRETURN\s+(?:DISTINCT\s+)?\w+\.nodeSymbol\s*$", query, re.I)
@@ -1301,13 +1313,11 @@ def superlative_for_bound(query: str, question: str) -> tuple[str, list[str]]:
     m = bounds[0]
     keep = "AND " if m.group("and") and m.group("and2") else ""
     fixed = query[: m.start()] + keep + query[m.end() :]
-    fixed = re.sub(r"\bWHERE\s+(?=RETURN|WITH)\b", "", fixed, flags=re.I)
+    fixed = _without_empty_where(fixed)
     fixed = re.sub(r"\s{2,}", " ", fixed).strip()
-    order = "ASC" if near else "DESC"
+    order, word = wanted
     fixed += f" ORDER BY {m.group('d')} {order} LIMIT 1"
-    return fixed, [
-        f"the question asks for the {(near or far).group(1)} one, not a bound of {m.group('n')} m: ordered {order}"
-    ]  # type: ignore[union-attr]
+    return fixed, [f"the question asks for the {word} one, not a bound of {m.group('n')} m: ordered {order}"]
 
 
 def class_symbol_conflict(
@@ -1355,11 +1365,10 @@ def class_symbol_conflict(
                 + fixed[start + len(w.group(0)) :]
             )
             return fixed, [note]
-        near = re.search(r"\b(closest|nearest)\b", question, re.I)
-        far = re.search(r"\b(farthest|furthest)\b", question, re.I)
-        if bool(near) == bool(far) or "point.distance" in query:
+        wanted = _distance_order(question)
+        if wanted is None or "point.distance" in query:
             return query, []
-        order = "ASC" if near else "DESC"
+        order = wanted[0]
         fixed = (
             f"MATCH (x:{label} {{class: {_quote(value)}}}), (ref:{label} {{nodeSymbol: {_quote(symbol)}}}) "
             f"WHERE x <> ref RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) {order} LIMIT 1"
