@@ -248,6 +248,7 @@ class AnthropicChatModel:
         temperature: float = 0.0,
         seed: int | None = 0,
         stop: Sequence[str] | None = None,
+        grammar: str | None = None,
     ) -> ChatResponse:
         import anthropic
 

@@ -231,6 +231,8 @@ class ChatModel(Protocol):
     With ``tools`` the reply may carry ``tool_calls`` instead of text. With ``response_schema`` the reply's
     ``message.content`` is JSON text satisfying that schema (enforced natively where the provider can).
     ``stop``: generation ends before the first of these strings (plain-text replies; not part of the text).
+    ``grammar``: a GBNF grammar the plain-text reply must follow; enforced token by token by models with
+    a true ``supports_grammar`` attribute (local GGUF models), ignored elsewhere (callers validate the reply then).
     """
 
     name: str
@@ -247,6 +249,7 @@ class ChatModel(Protocol):
         temperature: float = 0.0,
         seed: int | None = 0,
         stop: Sequence[str] | None = None,
+        grammar: str | None = None,
     ) -> ChatResponse: ...
 
     def count_tokens(self, text: str) -> int: ...

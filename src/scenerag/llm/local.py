@@ -205,6 +205,7 @@ class LocalChatModel:
     """
 
     supports_tools = False
+    supports_grammar = True
 
     def __init__(
         self,
@@ -244,6 +245,25 @@ class LocalChatModel:
                     model=self.name,
                 ) from exc
             self._model.grammars[text] = grammar
+        return grammar
+
+    def _gbnf(self, text: str) -> Any:
+        """A compiled GBNF grammar (cached per model by its text)."""
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        key = f"gbnf:{text}"
+        grammar = self._model.grammars.get(key)
+        if grammar is None:
+            try:
+                grammar = LlamaGrammar.from_string(text, verbose=False)
+            except Exception as exc:  # llama.cpp's parser raises bare exceptions
+                raise LLMError(
+                    "bad_request",
+                    f"{self.name}: llama.cpp cannot parse the GBNF grammar: {exc}",
+                    hint="check the grammar's rules (root must exist; every rule referenced is defined)",
+                    model=self.name,
+                ) from exc
+            self._model.grammars[key] = grammar
         return grammar
 
     def _format(self, wire: list[dict[str, Any]]) -> Any:
@@ -315,6 +335,7 @@ class LocalChatModel:
         temperature: float = 0.0,
         seed: int | None = 0,
         stop: Sequence[str] | None = None,
+        grammar: str | None = None,
     ) -> ChatResponse:
         start = time.perf_counter()
         if tools:
@@ -339,6 +360,8 @@ class LocalChatModel:
             kwargs["seed"] = seed
         if schema is not None:
             kwargs["grammar"] = self._grammar(schema)
+        elif grammar is not None:
+            kwargs["grammar"] = self._gbnf(grammar)
         if len(prompt) >= self.context_window:
             raise LLMError(
                 "context_overflow",

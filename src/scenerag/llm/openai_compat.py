@@ -339,6 +339,7 @@ class OpenAIChatModel:
         temperature: float = 0.0,
         seed: int | None = 0,
         stop: Sequence[str] | None = None,
+        grammar: str | None = None,
     ) -> ChatResponse:
         import openai
 

@@ -44,6 +44,7 @@ class ScriptedCall:
     response_schema: dict[str, Any] | None = None
     max_tokens: int | None = None
     temperature: float = 0.0
+    grammar: str | None = None
 
 
 def render_for_count(messages: Sequence[Message]) -> str:
@@ -116,10 +117,13 @@ class ScriptedChatModel:
         temperature: float = 0.0,
         seed: int | None = 0,
         stop: Sequence[str] | None = None,
+        grammar: str | None = None,
     ) -> ChatResponse:
         start = time.perf_counter()
         seen = list(messages)
-        self.calls.append(ScriptedCall(seen, list(tools or []), response_schema, max_tokens, temperature))
+        self.calls.append(
+            ScriptedCall(seen, list(tools or []), response_schema, max_tokens, temperature, grammar)
+        )
         if self._position >= len(self.script):
             last = seen[-1].content[:120] if seen else ""
             raise ScriptExhaustedError(
