@@ -111,9 +111,12 @@ def symbols_of_class(graph: SceneGraph, cls: str, label: str = "Object") -> list
 def scripted_agent(
     store: CypherStore, replies: list[str], **cfg: Any
 ) -> tuple[CypherAgent, ScriptedChatModel]:
-    """A Cypher agent over ``store`` whose model replies ``replies`` in turn (no embedder), and the model."""
+    """A Cypher agent over ``store`` whose model replies ``replies`` in turn (no embedder), and the model.
+
+    One candidate per round and no planning unless ``cfg`` asks for them, so each reply is one round."""
     model = ScriptedChatModel(replies, supports_tools=False)
-    return CypherAgent(model, store, CypherAgentConfig(embedder="none", **cfg)), model
+    settings: dict[str, Any] = {"candidates": 1, "plan": False, **cfg}
+    return CypherAgent(model, store, CypherAgentConfig(embedder="none", **settings)), model
 
 
 def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> CypherStore:
