@@ -12,7 +12,12 @@ import pytest
 from conftest import scripted_agent
 from scenerag import SceneGraph
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, parse_plan, plan_problem
-from scenerag.agents.query_repair import center_arguments, choice_column_only, merge_union_by_symbol
+from scenerag.agents.query_repair import (
+    center_arguments,
+    choice_column_only,
+    inline_patterns,
+    merge_union_by_symbol,
+)
 from scenerag.agents.voting import Grade, Outcome, normal_answer, vote
 from scenerag.agents.words import WordsError, load_words
 from scenerag.lang import sldp_equal
@@ -186,3 +191,21 @@ def test_forms_that_cannot_mean_anything_are_rewritten(store: CypherStore) -> No
         "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE r.nodeSymbol IN ['R5', 'R2'] RETURN count(o) AS n",
     )
     assert _one(store, fixed) == both
+
+
+def test_a_pattern_written_as_an_argument_is_matched_first(store: CypherStore) -> None:
+    written = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'box'}) WITH r, point.distance(o.center, "
+        "(s:Object {nodeSymbol: 'O264'})) AS d ORDER BY d LIMIT 1 RETURN r.nodeSymbol"
+    )
+    fixed, notes = inline_patterns(written)
+    assert fixed.startswith("MATCH (s:Object {nodeSymbol: 'O264'}), (r:Room)") and notes
+    assert "point.distance(o.center, s.center)" in fixed
+    nearest_box_room = _one(
+        store,
+        "MATCH (s:Object {nodeSymbol: 'O264'}), (r:Room)-[:CONTAINS*]->(o:Object {class: 'box'}) "
+        "RETURN r.nodeSymbol AS room ORDER BY point.distance(o.center, s.center) LIMIT 1",
+    )
+    assert _one(store, fixed) == nearest_box_room
+    bound = "MATCH (s:Object {nodeSymbol: 'O264'}) RETURN point.distance((s:Object).center, s.center)"
+    assert inline_patterns(bound) == (bound, [])  # s has a pattern of its own: left to the check

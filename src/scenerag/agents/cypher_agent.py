@@ -55,6 +55,7 @@ from scenerag.agents.query_repair import (
     drop_return_trip,
     extreme_in_with,
     holder_classes,
+    inline_patterns,
     merge_union_by_symbol,
     others_for_self_distance,
     repair_mentions,
@@ -729,7 +730,12 @@ class CypherAgent:
         schema = self.store.schema()
         query = cypher
         if self.config.auto_repair:
-            for repair in (split_subquery_arithmetic, merge_union_by_symbol, ternary_to_case):
+            for repair in (
+                split_subquery_arithmetic,
+                merge_union_by_symbol,
+                ternary_to_case,
+                inline_patterns,
+            ):
                 query, more = repair(query)
                 notes += more
             query, more = symbols_as_nodes(query, self._symbol_labels(query).get)

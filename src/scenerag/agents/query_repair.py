@@ -880,3 +880,30 @@ def choice_column_only(query: str) -> tuple[str, list[str]]:
         return query, []
     fixed = query[: m.start()] + f"RETURN {m.group('case')}{m.group('alias') or ''}"
     return fixed, ["the question asks which of the two: returned the CASE column alone"]
+
+
+_INLINE_NODE = re.compile(
+    r"(?P<lead>point\.distance\(\s*[^()]*?,\s*|point\.distance\(\s*)"
+    r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*(?P<l>`?\w+`?)\s*(?P<props>\{[^{}]*\})?\s*\)"
+    r"(?P<field>\s*\.\s*center\b)?"
+)
+
+
+def inline_patterns(query: str) -> tuple[str, list[str]]:
+    """A node pattern written as a function's argument (``point.distance(o.center, (s:Object {nodeSymbol:
+    'O264'}))``, not Cypher): the pattern is matched in the first MATCH and its variable's center used in the
+    call. ``(query, notes)``; unchanged when there is none or the variable is bound elsewhere already."""
+    fixed, notes = query, []
+    for m in list(_INLINE_NODE.finditer(query))[::-1]:
+        var = m.group("v")
+        rest = fixed[: m.start()] + fixed[m.end() :]
+        if re.search(rf"\(\s*{re.escape(var)}\s*[:{{)]", rest):
+            continue  # bound by a pattern of its own: leave it for the static check
+        match = re.search(r"\bMATCH\s+", fixed, re.I)
+        if match is None or match.start() > m.start():
+            continue
+        pattern = f"({var}:{m.group('l')}{' ' + m.group('props') if m.group('props') else ''})"
+        fixed = fixed[: m.start()] + m.group("lead") + f"{var}.center" + fixed[m.end() :]
+        fixed = fixed[: match.end()] + pattern + ", " + fixed[match.end() :]
+        notes.append(f"the pattern {pattern} inside point.distance() is matched first; its center is used")
+    return fixed, notes
