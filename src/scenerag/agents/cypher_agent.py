@@ -42,9 +42,9 @@ from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
 from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example
-from scenerag.agents.goal_sketch import SketchError, resolve_sketch
+from scenerag.agents.goal_sketch import SketchError, resolve_sketch, sketch_grammar
 from scenerag.agents.grounding import PddlGrounder
-from scenerag.agents.linking import EntityLinker, Link, mask_question
+from scenerag.agents.linking import EntityLinker, Link, mask_question, word_forms
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     carry_dropped_variables,
@@ -194,7 +194,8 @@ _PDDL_INTRO = (
 PDDL_SYSTEM_START = _PDDL_INTRO
 _PDDL_RULES = (
     "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25) or, in brackets, "
-    "what the instruction calls the node: [seating], [box closest to the bag]. (all ...) means every one, "
+    "what the instruction calls the node with all it says of it: [{a}], [{a} closest to the {b}], "
+    "[{b} in {r}]. (all ...) means every one, "
     "otherwise any one will do. Ordered steps: visited-* for the earlier steps, at-*/in-room for the last. "
     "Avoiding a room means never visiting it: (not (visited-room ...)).\nReply with Goal: ... only."
 )
@@ -286,13 +287,40 @@ class CypherAgent:
             else prompts.no_schema_block()
         )
         if task == "pddl":
+            a, b, r = self._rule_words()
             text = "\n\n".join(
-                [_PDDL_INTRO, schema, "Goal predicates:\n" + self.domain.describe(), _PDDL_RULES]
+                [
+                    _PDDL_INTRO,
+                    schema,
+                    "Goal predicates:\n" + self.domain.describe(),
+                    _PDDL_RULES.format(a=a, b=b, r=r),
+                ]
             )
         else:
             text = "\n\n".join([_QA_INTRO, schema, qa_rules(self.store.schema(), self._common_class())])
         self._system[task] = text
         return text
+
+    def _rule_words(self) -> tuple[str, str, str]:
+        """Two leaf classes and a region symbol of this graph, for the instruction rules' examples."""
+        roles = GraphRoles.from_schema(self.store.schema())
+        classes = [
+            value
+            for (label, key, value), nodes in sorted(
+                self.linker().vocabulary().members.items(), key=lambda kv: -len(kv[1])
+            )
+            if label == roles.leaf and key == ont.CLASS_KEY and nodes
+        ]
+        regions = (
+            self.store.query(
+                f"MATCH (r:`{roles.region}`) RETURN r.{ont.SYMBOL_KEY} AS s ORDER BY s LIMIT 1"
+            ).rows
+            if roles.region
+            else []
+        )
+        a = classes[0].replace("_", " ") if classes else "object"
+        b = classes[1].replace("_", " ") if len(classes) > 1 else a
+        return a, b, str(regions[0]["s"]) if regions else "R1"
 
     def _common_class(self) -> str | None:
         """The leaf class with the most nodes (for the rules' example)."""
@@ -715,9 +743,10 @@ class CypherAgent:
         if not self.config.auto_repair:
             return cypher, []
         mentions = {
-            link.mention.lower(): (link.label, link.key, link.value)
+            form: (link.label, link.key, link.value)
             for link in links
-            if link.mention.lower() != link.value.lower()
+            for form in word_forms(link.mention.lower())
+            if form != link.value.lower()
         }
         return repair_mentions(cypher, mentions, self.store.schema())
 
@@ -930,10 +959,12 @@ class CypherAgent:
         return normalize_answer(resp.message.content, "qa")
 
     def _accept(self, state: RunState, answer: str) -> None:
+        """Take ``answer``; a goal is taken only when it parses and every argument is a symbol of the graph
+        (otherwise the run has no answer and its error says why)."""
         state.result.raw_answer = answer
-        state.result.answer = answer
         problems = sldp_problems(answer) if state.result.task == "qa" else self.grounder.problems(answer)
         state.result.error = "; ".join(problems) if problems else None
+        state.result.answer = answer if state.result.task == "qa" or not problems else None
 
     # -- PDDL -------------------------------------------------------------------------------------------
     def _class_values(self, name: str) -> set[str]:
@@ -993,9 +1024,28 @@ class CypherAgent:
         finally:
             self._phrase_state = None
 
+    def sketch_grammar(self) -> str | None:
+        """The GBNF grammar of goal-sketch replies over this graph's symbols (None where the model cannot
+        follow one)."""
+        if not self.config.grammar or not getattr(self.model, "supports_grammar", False):
+            return None
+        if "sketch" not in self._system:
+            symbols: dict[str, list[str]] = {}
+            for name, kind in self.domain.kinds.items():
+                rows = self.store.query(
+                    f"MATCH (n) WHERE any(l IN labels(n) WHERE l IN $labels) RETURN n.{ont.SYMBOL_KEY} AS s",
+                    {"labels": list(kind.labels)},
+                    max_rows=_MAX_GRAMMAR_SYMBOLS + 1,
+                ).rows
+                if len(rows) <= _MAX_GRAMMAR_SYMBOLS:
+                    symbols[name] = [str(r["s"]) for r in rows if r.get("s")]
+            self._system["sketch"] = sketch_grammar(self.domain, symbols).text
+        return self._system["sketch"]
+
     def _ground_loop(self, state: RunState, links: Sequence[Link]) -> None:
+        grammar = self.sketch_grammar()
         for attempt in range(self._rounds()):
-            draft = parse_reply(self._replies(state, 1, None)[0], "pddl")
+            draft = parse_reply(self._replies(state, 1, grammar)[0], "pddl")
             state.messages.append(Message.assistant(_render_draft(draft)))
             if not draft.goal:
                 if self._retry(

@@ -1191,6 +1191,13 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
             CypherExample(
                 f"Pick up a {c1}, or go to {o2}.", "", f"(or (holding [{c1}]) (visited-object {o2}))"
             ),
+            # a class limited to a region: the phrase keeps the scope (it is resolved by a query)
+            CypherExample(f"Check on the {_plural(c1)} in {r1}.", "", f"(all (safe [{c1} in {r1}]))"),
+            CypherExample(
+                f"Get to {_pick(v.regions, -1, r1)} without passing through {r1}.",
+                "",
+                f"(and (in-room {_pick(v.regions, -1, r1)}) (not (visited-room {r1})))",
+            ),
         ]
     if P and v.places:
         p1, p2 = v.places[0], v.places[-1]
@@ -1201,6 +1208,14 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
                 f"First go to {words} {n1}, then to {words} {n2}.",
                 "",
                 f"(and (visited-place {p1}) (at-place {p2}))",
+            )
+        )
+        # moving an object: where it ends is a place, named or described
+        ex.append(
+            CypherExample(
+                f"Move the {cs} over to the {c2}.",
+                "",
+                f"(object-in-place [{cs}] [{words} where the {c2} is])",
             )
         )
     return ex

@@ -24,7 +24,7 @@ from scenerag.store.schema import GraphSchema
 if TYPE_CHECKING:
     from scenerag.retrieval.embeddings import Embedder
 
-__all__ = ["EntityLinker", "Link"]
+__all__ = ["EntityLinker", "Link", "word_forms"]
 
 _MAX_CLASSES = 2000  # distinct classes read per label for linking
 _SMALL_LABEL = 200  # labels with at most this many nodes: class members and node names are read
@@ -205,7 +205,7 @@ class EntityLinker:
             found = self._match(word)
             if found:
                 links.extend(replace(f, mention=word) for f in found)
-            elif word not in self.words.stop and len(word) > 2 and not set(_forms(word)) & vocab.label_words:
+            elif word not in self.words.stop and len(word) > 2 and not set(word_forms(word)) & vocab.label_words:
                 unmatched.append(word)
             i += 1
         if self.embedder is not None and unmatched:
@@ -234,12 +234,12 @@ class EntityLinker:
         if not word or word in stop or word.rstrip("s") in stop:
             return []  # "objects", "room": generic words, even where a class has that name
         vocab = self.vocabulary()
-        if any(form in vocab.label_words for form in _forms(word)):
+        if any(form in vocab.label_words for form in word_forms(word)):
             return []  # "floor" names the Floor layer, not Object.mount = 'floor'
-        for form in _forms(word):
+        for form in word_forms(word):
             if form in vocab.values:
                 return self._value_links(form, word, "exact")
-        for form in _forms(word):
+        for form in word_forms(word):
             for target in self.lexicon.get(form, ()):
                 if target in vocab.values:
                     return self._value_links(target, word, "lexicon")
@@ -374,7 +374,7 @@ def _floor_words(floors: Sequence[str], words: Words) -> dict[str, str]:
     return out
 
 
-def _forms(word: str) -> list[str]:
+def word_forms(word: str) -> list[str]:
     """The word and its singular candidates (chairs -> chair, boxes -> box, shelves -> shelf)."""
     forms = [word]
     if word.endswith("ies"):

@@ -534,9 +534,15 @@ def _in_map(toks: list[Token], i: int) -> bool:
 
 
 def _key_before(toks: list[Token], i: int) -> Token | None:
-    """The property key a string literal is compared with: ``key: 'v'`` or ``x.key = 'v'``."""
+    """The property key a string literal is compared with: ``key: 'v'``, ``x.key = 'v'`` or ``x.key IN
+    ['u', 'v']``."""
     if i >= 2 and toks[i - 1].kind == "op" and toks[i - 1].text in (":", "=") and toks[i - 2].kind == "ident":
         return toks[i - 2]
+    j = i - 1
+    while j >= 0 and (toks[j].kind == "string" or toks[j].text == ","):
+        j -= 1  # back over the list's earlier items
+    if j >= 2 and toks[j].text == "[" and toks[j - 1].text.upper() == "IN" and toks[j - 2].kind == "ident":
+        return toks[j - 2]
     return None
 
 
