@@ -629,6 +629,20 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 f"MATCH (p:{P}) WHERE NOT EXISTS {{ MATCH (:{R})-[:CONTAINS*]->(p) }} RETURN count(p)",
             ),
         ]
+        if roles.leaf_in_place:  # counts with an existence condition
+            r2 = _pick(v.regions, 1, "R2")
+            ex += [
+                (
+                    f"On how many {P} nodes of {r2} is there at least one {OB.lower()}?",
+                    f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P}) "
+                    f"WHERE EXISTS {{ MATCH (p)-[:CONTAINS]->(:{OB}) }} RETURN count(DISTINCT p)",
+                ),
+                (
+                    f"How many {P} nodes of {r2} hold no {OB.lower()}s at all?",
+                    f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P}) "
+                    f"WHERE NOT EXISTS {{ MATCH (p)-[:CONTAINS]->(:{OB}) }} RETURN count(DISTINCT p)",
+                ),
+            ]
         if rcx and len(v.region_classes) > 1:  # kinds in one class of region and in none of another
             other = v.region_classes[1]
             ex.append(
@@ -734,9 +748,21 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     plain = {ont.layer_name(label) for label in schema.node_counts}
     hollow = [f"'{c}'" for c in [*v.classes, *v.region_classes] if c.lower() in plain]
     ex = [(q, c) for q, c in ex if not any(h in c for h in hollow)]
-    out = [CypherExample(q, c) for q, c in ex]
+    out = [CypherExample(_layer_words(q, schema), c) for q, c in ex]
     out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, c3=c3, cs=cs)
     return out
+
+
+def _layer_words(question: str, schema: GraphSchema) -> str:
+    """A template question with labels said as words ("MeshPlace nodes" -> "mesh places", "the MeshPlace"
+    -> "the mesh place"), as a user writes them; the Cypher keeps the labels."""
+    for label in sorted(schema.node_counts, key=len, reverse=True):
+        word = ont.layer_name(label).replace("_", " ")
+        if word == label:
+            continue
+        question = re.sub(rf"\b{label} nodes\b", _plural(word), question)
+        question = re.sub(rf"\b{label}\b", word, question)
+    return question
 
 
 def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: str) -> list[tuple[str, str]]:
@@ -790,6 +816,28 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
             f"MATCH (a:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS kinds "
             f"MATCH (b:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{OB}) WHERE o.class IN kinds "
             "RETURN DISTINCT o.class",
+        ),
+        (
+            f"Which {rl} is the {c1} nearest to {o2} in?",
+            f"MATCH (x:{OB} {{class: '{c1}'}}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref "
+            f"WITH x ORDER BY point.distance(x.center, ref.center) LIMIT 1 "
+            f"MATCH (r:{R})-[:CONTAINS*]->(x) RETURN DISTINCT r.nodeSymbol",
+        ),
+        (
+            f"Which {rl} holds the {c2} farthest from the {cs}?",
+            f"MATCH (x:{OB} {{class: '{c2}'}}), (ref:{OB} {{class: '{cs}'}}) WHERE x <> ref "
+            f"WITH x ORDER BY point.distance(x.center, ref.center) DESC LIMIT 1 "
+            f"MATCH (r:{R})-[:CONTAINS*]->(x) RETURN DISTINCT r.nodeSymbol",
+        ),
+        (
+            f"What kinds of {OB.lower()}s are in the {rl} that {o2} is in?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{nodeSymbol: '{o2}'}}) WITH DISTINCT r "
+            f"MATCH (r)-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
+        ),
+        (
+            f"Which {rl}s have a {c1} but no {c2}?",
+            f"MATCH (r:{R}) WHERE EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c1}'}}) }} "
+            f"AND NOT EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c2}'}}) }} RETURN r.nodeSymbol",
         ),
         (
             f"How many {OB.lower()}s are in the {rl} where the {cs} is?",
