@@ -745,7 +745,8 @@ class CypherAgent:
         mentions = {
             form: (link.label, link.key, link.value)
             for link in links
-            for form in word_forms(link.mention.lower())
+            for mention in link.mentions
+            for form in word_forms(mention.lower())
             if form != link.value.lower()
         }
         return repair_mentions(cypher, mentions, self.store.schema())
@@ -873,7 +874,9 @@ class CypherAgent:
                 present = [lab for lab in labels if lab in self.store.schema().node_counts]
                 return present[0] if present else None
         for link in links:
-            if link.key != ont.SYMBOL_KEY and re.search(rf"\b{re.escape(link.mention.lower())}\b", window):
+            if link.key != ont.SYMBOL_KEY and any(
+                re.search(rf"\b{re.escape(m.lower())}\b", window) for m in link.mentions
+            ):
                 return link.label
         return None
 
@@ -978,7 +981,8 @@ class CypherAgent:
             return True
         rest = phrase.lower()
         for link in links:
-            rest = re.sub(rf"\b{re.escape(link.mention.lower())}\b", " ", rest)
+            for mention in link.mentions:
+                rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
         words = [w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop]
         return bool(links) and bool(words)
 

@@ -1493,7 +1493,8 @@ def adapt_example(
         edits += [(start, end, "'" + swap[value].replace("'", "\\'") + "'") for start, end, value in spans]
     unlinked = lowered
     for link in links:  # "bathroom 2", "R5": numbers inside names and symbols are no thresholds
-        unlinked = unlinked.replace(link.mention.lower(), " ")
+        for mention in link.mentions:
+            unlinked = unlinked.replace(mention.lower(), " ")
     numbers = _QUESTION_NUMBER.findall(re.sub(r"\b[a-z]\d+\b", " ", unlinked))
     thresholds = list(_THRESHOLD.finditer(example.cypher))
     if len(numbers) != len(thresholds):

@@ -44,15 +44,23 @@ class Link:
     how: str  # exact, lexicon, embedding, symbol
     symbols: tuple[str, ...] = ()  # nodes with that value (for rooms and other small sets)
     seen: bool = True  # False: a class the perception can name that no node has
+    #: other mentions of the question linked to the same value ("cabinets and shelves": both storage)
+    also: tuple[str, ...] = ()
+
+    @property
+    def mentions(self) -> tuple[str, ...]:
+        return (self.mention, *self.also)
 
     def describe(self, *, symbols: bool = True) -> str:
         """``'wastebin' is Object class 'trash'`` for the prompt (``symbols``: with the nodes of a small class)."""
+        said = ", ".join(repr(m) for m in self.mentions)
+        verb = "are" if self.also else "is"
         if self.key == ont.SYMBOL_KEY:
-            return f"{self.mention!r} is {self.label} {self.value}"
+            return f"{said} {verb} {self.label} {self.value}"
         if not self.seen:
-            return f"{self.mention!r} is {self.label} {self.key} '{self.value}' (none in this graph)"
+            return f"{said} {verb} {self.label} {self.key} '{self.value}' (none in this graph)"
         nodes = f" ({', '.join(self.symbols)})" if symbols and self.symbols and len(self.symbols) <= 6 else ""
-        return f"{self.mention!r} is {self.label} {self.key} '{self.value}'{nodes}"
+        return f"{said} {verb} {self.label} {self.key} '{self.value}'{nodes}"
 
 
 @dataclass
@@ -205,7 +213,11 @@ class EntityLinker:
             found = self._match(word)
             if found:
                 links.extend(replace(f, mention=word) for f in found)
-            elif word not in self.words.stop and len(word) > 2 and not set(word_forms(word)) & vocab.label_words:
+            elif (
+                word not in self.words.stop
+                and len(word) > 2
+                and not set(word_forms(word)) & vocab.label_words
+            ):
                 unmatched.append(word)
             i += 1
         if self.embedder is not None and unmatched:
@@ -279,11 +291,12 @@ def mask_question(question: str, links: Iterable[Link]) -> str:
     """``question`` with each linked mention replaced by its kind ("Which [seating] are in [room R1]?"
     style), so similar questions about other things look alike to the example retriever."""
     out = question
-    for link in sorted(links, key=lambda link: -len(link.mention)):
+    said = [(mention, link) for link in links for mention in link.mentions]
+    for mention, link in sorted(said, key=lambda pair: -len(pair[0])):
         tag = (
             f"[{link.label.lower()}]" if link.key == ont.SYMBOL_KEY else f"[{link.label.lower()} {link.key}]"
         )
-        out = re.sub(rf"(?i)\b{re.escape(link.mention)}\b", tag, out)
+        out = re.sub(rf"(?i)\b{re.escape(mention)}\b", tag, out)
     return out
 
 
@@ -412,11 +425,15 @@ def _restates(link: Link, sym: Link, lowered: str) -> bool:
 
 
 def _dedupe(links: list[Link]) -> list[Link]:
-    seen: set[tuple[str, str, str]] = set()
-    out = []
+    """One link per (label, key, value); the mentions of the later ones are kept as ``also``."""
+    first: dict[tuple[str, str, str], int] = {}
+    out: list[Link] = []
     for link in links:
         key = (link.label, link.key, link.value)
-        if key not in seen:
-            seen.add(key)
+        if key not in first:
+            first[key] = len(out)
             out.append(link)
+        elif link.mention.lower() not in (m.lower() for m in out[first[key]].mentions):
+            kept = out[first[key]]
+            out[first[key]] = replace(kept, also=(*kept.also, link.mention))
     return out
