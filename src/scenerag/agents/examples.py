@@ -663,6 +663,14 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     if P and roles.place_link:
         pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
         ex.append(
+            (  # reachability: a breadth-first shortest path per node, none found = unreachable
+                f"Which {P} nodes can the robot not reach from {p0} along the {P} links?",
+                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}}), (b:{P}) WHERE b <> a "
+                f"OPTIONAL MATCH s = shortestPath((a)-[:{pl}*..200]-(b)) WITH b, s WHERE s IS NULL "
+                "RETURN b.nodeSymbol",
+            )
+        )
+        ex.append(
             (
                 f"Which {P} has the most neighbouring {P} nodes?",
                 f"MATCH (a:{P})-[:{pl}]-(b:{P}) WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 "
@@ -929,6 +937,12 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
                 f"How many different shortest routes are there from {ra} to {rb}?",
                 f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}) "
                 f"MATCH p = allShortestPaths((a)-[:{link}*..10]-(b)) RETURN count(p)",
+            ),
+            (  # a region on every route between two others (no route avoids it)
+                f"Which {rl} does every route from {ra} to {rb} pass through?",
+                f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}), (m:{R}) WHERE m <> a AND "
+                f"m <> b AND NOT EXISTS {{ MATCH p = (a)-[:{link}*1..6]-(b) WHERE NONE(x IN nodes(p) WHERE x = m) }} "
+                "RETURN m.nodeSymbol",
             ),
             (
                 f"Which {rl}s have no direct connection to {rc}?",
