@@ -108,8 +108,8 @@ class CypherAgentConfig:
     max_tool_calls: int = 3
     #: candidate queries per round to vote over (1: greedy only)
     candidates: int = 3
-    #: "adaptive": sample the other candidates only when the greedy query does not hold up;
-    #: "always": every round decodes ``candidates`` replies and votes
+    #: "adaptive": sample the other candidates only when the greedy query does not hold up (agentic only:
+    #: feedforward is one reply); "always": every round decodes ``candidates`` replies and votes
     vote: VotePolicy = "adaptive"
     temperature: float = 0.7
     #: decode local models under a grammar built from the live schema
@@ -538,7 +538,8 @@ class CypherAgent:
             fresh = self._evaluate_replies(
                 state, self._replies(state, first, grammar), question, answer_type, links, seen, flagged
             )
-            if k > 1 and self.config.vote == "adaptive" and not any(o.ok for o in fresh):
+            adaptive = self.config.vote == "adaptive" and self.config.mode != "feedforward"
+            if k > 1 and adaptive and not any(o.ok for o in fresh):
                 more = self._replies(state, min(k, 4) - 1, grammar, greedy=False)  # the prompt is cached
                 fresh += self._evaluate_replies(state, more, question, answer_type, links, seen, flagged)
             rounds.append(fresh)
