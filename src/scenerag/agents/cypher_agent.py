@@ -701,6 +701,13 @@ class CypherAgent:
         if mismatch:
             outcome.grade, outcome.problem = Grade.EMPTY, mismatch
             return outcome
+        if _counted_nothing(result, ran or query) and not self._names_absent_value(ran or query):
+            # a count of 0 over values that exist is an empty match in disguise
+            outcome.grade = Grade.EMPTY
+            outcome.problem = self._empty_diagnosis(ran or query, links).replace(
+                "returned no rows", "counted 0"
+            )
+            return outcome
         doubts = self._doubts(ran or query, question, links, outcome.answer)
         if doubts:
             outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(doubts)
@@ -1234,6 +1241,18 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
     if answer_type == "point" and not points:
         return "The answer is a position: return the node's center (n.center)."
     return None
+
+
+def _counted_nothing(result: QueryResult, query: str) -> bool:
+    """Whether ``result`` is one count of 0 (``RETURN count(x)`` over a pattern that matched nothing)."""
+    cells = [v for row in result.rows for v in row.values()]
+    return (
+        len(result.rows) == 1
+        and len(cells) == 1
+        and cells[0] == 0
+        and not isinstance(cells[0], bool)
+        and re.search(r"\bcount\s*\(", query, re.I) is not None
+    )
 
 
 def _is_number(value: object) -> bool:

@@ -170,23 +170,8 @@ def cypher_grammar(schema: GraphSchema, strings: Iterable[str], *, symbol_patter
     any_kv = seq(Ref("key"), opt(sp), ":", opt(sp), Ref("pvalue"))
     any_props = seq("{", opt(sp), any_kv, star(seq(opt(sp), ",", opt(sp), any_kv)), opt(sp), "}")
     rules["label"] = one_of(labels)
-    rules["node-any"] = alt(
-        seq("(", opt(sp), opt(Ref("ident")), opt(sp), opt(any_props), opt(sp), ")"),
-        seq(  # several labels (":A:B", ":A|B"): no direction can be checked
-            "(",
-            opt(sp),
-            opt(Ref("ident")),
-            opt(sp),
-            ":",
-            opt(sp),
-            Ref("label"),
-            plus(seq(opt(sp), alt(":", "|"), opt(sp), Ref("label"))),
-            opt(sp),
-            opt(any_props),
-            opt(sp),
-            ")",
-        ),
-    )
+    # a node without a label (one label per node in a scene graph: ":A:B" never matches, so it is not offered)
+    rules["node-any"] = seq("(", opt(sp), opt(Ref("ident")), opt(sp), opt(any_props), opt(sp), ")")
     rules["rel-type"] = one_of(types) if types else Ref("ident")
     rules["rel-any"] = _rel(Ref("rel-type"), Ref("rel-type"), Ref("rel-type"), untyped=True)
     rules["node-next"] = alt(
