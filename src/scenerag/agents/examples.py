@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scenerag.agents.query_repair import apply_edits
+from scenerag.agents.words import load_words
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.store.base import GraphStore
@@ -199,7 +200,8 @@ def _values(store: GraphStore, roles: GraphRoles) -> _Values:
 def _plural(word: str) -> str:
     """English plural of a class name; coarse categories (seating, storage, decor) read as "<c> objects"."""
     word = word.replace("_", " ")
-    if word.endswith(("age", "or", "ure", "ery", "ware")) or word in _MASS_NOUNS:
+    words = load_words()
+    if word.endswith(words.mass_noun_endings) or word in words.mass_nouns:
         return f"{word} objects"
     if word.endswith("shelf"):
         return word[:-1] + "ves"
@@ -208,14 +210,6 @@ def _plural(word: str) -> str:
     if word.endswith("y") and not word.endswith(("ay", "ey", "oy", "uy")):
         return word[:-1] + "ies"
     return word + "s"
-
-
-_MASS_NOUNS = frozenset(
-    {
-        *("food", "trash", "furniture", "clothes", "equipment", "flora", "storage"),
-        *("seating", "lighting", "clothing", "bedding", "shelving", "plumbing", "heating", "signage"),
-    }
-)
 
 
 _RESERVED = frozenset(

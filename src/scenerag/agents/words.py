@@ -56,6 +56,8 @@ class Words:
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     floors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     answer_words: tuple[str, ...] = ()
+    mass_nouns: frozenset[str] = frozenset()
+    mass_noun_endings: tuple[str, ...] = ()
     #: the answers to a yes/no question (for true, for false)
     yes_no_answer: tuple[str, str] = ("yes", "no")
     list_join: tuple[str, str] = (", ", " and ")
@@ -121,6 +123,8 @@ _LISTS = (
     "pair_words",
     "position_words",
     "answer_words",
+    "mass_nouns",
+    "mass_noun_endings",
 )
 
 
@@ -158,6 +162,8 @@ def _merge(files: Sequence[Path]) -> Words:
         layer_words=layers,
         floors=floors,
         answer_words=tuple(lists.get("answer_words", ())),
+        mass_nouns=frozenset(lists.get("mass_nouns", ())),
+        mass_noun_endings=tuple(lists.get("mass_noun_endings", ())),
         list_join=_join(extra.get("list_join")),
         yes_no_answer=_pair(extra.get("yes_no_answer"), ("yes", "no")),
         plan_intro=" ".join(str(extra.get("plan_intro", "")).split()),
