@@ -13,8 +13,10 @@ import base64
 import io
 import itertools
 import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +41,7 @@ from scenerag.viz import (
     export_png,
     scene_graph_from_store,
 )
+from scenerag.viz.layout import fit_camera
 from scenerag.viz.viewer import SceneViewer, ViewerError, run_viewer, symbols_in
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -403,3 +406,137 @@ def test_viewer_refuses_remote_binds_and_needs_a_store_for_queries(hydra_graph: 
         assert viewer.highlight([ont.SYMBOL_KEY]) == []
     finally:
         viewer.stop()
+
+
+# -- `scenerag view` (the CLI) in Chromium: highlighted nodes at their screen positions --------------------
+
+#: with SCENERAG_SCREENSHOTS=<folder> the screenshots are also written there (docs/images for the README)
+SCREENSHOTS = os.environ.get("SCENERAG_SCREENSHOTS")
+CLOSE_NOTICES_JS = """
+(() => {
+  const buttons = Array.from(document.querySelectorAll('.mantine-Notification-closeButton, .mantine-Notification-root button'));
+  buttons.forEach(b => b.click());
+  return buttons.length;
+})()
+"""
+CANVAS_RECT_JS = """
+(() => {
+  const c = Array.from(document.querySelectorAll('canvas')).find(c => c.width > 0 && c.height > 0);
+  if (!c) return null;
+  const r = c.getBoundingClientRect();
+  return [r.left, r.top, r.width, r.height, window.devicePixelRatio];
+})()
+"""
+
+
+def highlight_pixels_near(image: np.ndarray, x: float, y: float, radius: int = 6) -> int:
+    """Highlight-coloured pixels within ``radius`` of ``(x, y)``."""
+    x0, y0 = round(x), round(y)
+    patch = image[max(0, y0 - radius) : y0 + radius + 1, max(0, x0 - radius) : x0 + radius + 1]
+    return highlight_pixels(patch)
+
+
+def start_cli_viewer(db: Path, port: int, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """``scenerag view`` in a subprocess; returns it and its URL once it serves."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scenerag.cli", "view", "--db", str(db), "--port", str(port), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if line.startswith("scenerag viewer: "):
+            return proc, line.split()[2]
+    proc.kill()
+    raise AssertionError("scenerag view did not start: " + "".join(seen))
+
+
+@needs_chromium
+def test_cli_view_draws_highlighted_nodes_at_their_screen_positions(
+    tmp_path: Path, hydra_graph: SceneGraph, browser: Chromium
+) -> None:
+    """`scenerag view --highlight O43,R1` (commas) in a real browser: magenta pixels where the initial
+    camera projects each highlighted node's pin head and the room R1 itself, none at another room."""
+    db = tmp_path / "db"
+    s = open_store(db)
+    s.load(hydra_graph)
+    s.close()
+    marked = ["O43", "R1"]  # the bicycle (a small object under the places) and the lounge
+    proc, url = start_cli_viewer(db, free_port(), "--highlight", ",".join(marked), "--llm", "none")
+    try:
+        browser.open(url)
+        wait_for(lambda: browser.evaluate(CANVAS_RECT_JS) is not None, "the 3D view", timeout=60)
+        layout = compute_layout(hydra_graph)
+        camera = fit_camera(layout)
+        image = np.zeros((1, 1, 3), np.uint8)
+
+        def drawn() -> bool:
+            nonlocal image
+            browser.evaluate(CLOSE_NOTICES_JS)
+            image = browser.screenshot(tmp_path / "cli-view.png")
+            return non_blank(image) and highlight_pixels(image) > 100
+
+        wait_for(drawn, "the highlighted scene to render", timeout=60)
+        time.sleep(1.0)  # let the last frame settle, then look again
+        image = browser.screenshot(tmp_path / "cli-view.png")
+        left, top, width, height, ratio = browser.evaluate(CANVAS_RECT_JS)
+        assert ratio == 1 and width > 400 and height > 300
+        assert left + width <= image.shape[1] - 200  # the docked control panel sits beside the view
+
+        def on_screen(points: np.ndarray) -> np.ndarray:
+            return camera.project(points, width, height) + np.asarray([left, top])
+
+        heads = on_screen(layout.pin_heads(marked))
+        for symbol, (x, y) in zip(marked, heads, strict=True):
+            assert 0 <= x < left + width and 0 <= y < top + height, symbol
+            assert highlight_pixels_near(image, x, y) >= 30, (
+                f"no highlight at {symbol}'s pin head ({x:.0f}, {y:.0f})"
+            )
+        (rx, ry), (other_x, other_y) = on_screen(np.asarray([layout.positions["R1"], layout.positions["R2"]]))
+        assert highlight_pixels_near(image, rx, ry) >= 30  # the room itself, in the top layer
+        assert highlight_pixels_near(image, other_x, other_y, radius=4) == 0  # R2 keeps its class colour
+        if SCREENSHOTS:
+            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp_path / "cli-view.png", Path(SCREENSHOTS) / "viewer-highlight.png")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_cli_highlight_errors_name_the_flag(tmp_path: Path, store: CypherStore) -> None:
+    """Unknown --highlight symbols: one line naming them and the flag, no Python-API words."""
+    db = tmp_path / "db"
+    s = open_store(db)
+    s.load(scene_graph_from_store(store))
+    s.close()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scenerag.cli",
+            "view",
+            "--db",
+            str(db),
+            "--png",
+            str(tmp_path / "x.png"),
+            "--highlight",
+            "O3,NOPE1",
+            "--highlight",
+            "ZZ9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "NOPE1, ZZ9" in lines[0] and "--highlight O3,R1" in lines[0]
+    assert "AgentResult" not in proc.stderr and "Error" not in proc.stderr

@@ -20,7 +20,7 @@ from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
 from scenerag.viz.layout import GROUND_RANK, SceneLayout, compute_layout, layer_rank
 from scenerag.viz.style import HIGHLIGHT, class_color, edge_color, hex_color
-from scenerag.viz.viewer import ViewerError
+from scenerag.viz.viewer import ViewerError, unknown_symbols_error
 
 View = Literal["3d", "top"]
 #: at most this many node labels are written on a PNG (rooms and highlights first)
@@ -31,10 +31,7 @@ def _highlight_list(graph: SceneGraph, highlight: Iterable[str]) -> list[str]:
     wanted = list(dict.fromkeys(highlight))
     missing = [s for s in wanted if s not in graph]
     if missing:
-        raise ViewerError(
-            f"cannot highlight {len(missing)} symbol(s) not in the graph: {', '.join(missing[:10])}",
-            hint="pass symbols of this graph's nodes (e.g. AgentResult.symbols of a run on it)",
-        )
+        raise unknown_symbols_error(missing)
     return wanted
 
 
