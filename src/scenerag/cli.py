@@ -841,17 +841,9 @@ def export(
 
 
 def _vectors_home(db: str) -> Path:
-    from scenerag.store import is_bolt_uri
+    from scenerag.retrieval.entity_store import vectors_home
 
-    if is_bolt_uri(db):
-        import hashlib
-        import os
-
-        digest = hashlib.sha256(db.split("@")[-1].encode()).hexdigest()[:16]
-        return (
-            Path(os.environ.get("SCENERAG_CACHE", Path.home() / ".cache" / "scenerag")) / "vectors" / digest
-        )
-    return Path(db)
+    return vectors_home(db)
 
 
 EmbedderOption = Annotated[

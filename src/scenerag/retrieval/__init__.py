@@ -31,6 +31,7 @@ from scenerag.retrieval.entity_store import (
     database_fingerprint,
     read_source_record,
     vectors_dir,
+    vectors_home,
     write_source_record,
 )
 from scenerag.retrieval.vector_index import (
@@ -72,5 +73,6 @@ __all__ = [
     "node_documents",
     "read_source_record",
     "vectors_dir",
+    "vectors_home",
     "write_source_record",
 ]

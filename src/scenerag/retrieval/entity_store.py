@@ -118,15 +118,31 @@ def vectors_dir(db_dir: str | Path) -> Path:
     return Path(db_dir) / VECTORS_DIRNAME
 
 
+def vectors_home(db: str | Path) -> Path:
+    """The folder whose ``vectors/`` holds the entity index of ``db``: the database directory itself, or
+    for a server URI (``bolt://...``) a per-server folder in ``$SCENERAG_CACHE`` (``~/.cache/scenerag``)."""
+    text = str(db)
+    if "://" in text:
+        digest = hashlib.sha256(text.split("@")[-1].encode()).hexdigest()[:16]
+        return (
+            Path(os.environ.get("SCENERAG_CACHE", Path.home() / ".cache" / "scenerag")) / "vectors" / digest
+        )
+    return Path(db)
+
+
 #: folders of a database directory that are not the graph (the index itself, the undo journal)
 _NOT_THE_GRAPH = frozenset({VECTORS_DIRNAME, "undo"})
+#: small bookkeeping files ArcadeDB rewrites on every close, reads included: their content counts, not their
+#: modification time (the last transaction id changes only with a write)
+_BY_CONTENT = frozenset({"last-tx-id.bin", "statistics.json"})
 SOURCE_FILE = "source.json"
 
 
 def database_fingerprint(db_dir: str | Path) -> str | None:
-    """A digest of every file of an embedded database directory (path, size, modification time), the
-    index's own folder and the undo journal left out: equal digests mean nothing was written since.
-    None when ``db_dir`` is not a directory (e.g. a Bolt URI)."""
+    """A digest of every file of an embedded database directory (path, size, modification time; the
+    content of the bookkeeping files the engine rewrites on every close), the index's own folder and the
+    undo journal left out: equal digests mean nothing was written since. None when ``db_dir`` is not a
+    directory (e.g. a Bolt URI)."""
     root = Path(db_dir)
     if not root.is_dir():
         return None
@@ -149,7 +165,14 @@ def database_fingerprint(db_dir: str | Path) -> str | None:
             except OSError:
                 continue
             rel = os.path.relpath(entry.path, root)
-            digest.update(f"{rel}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+            if entry.name in _BY_CONTENT and info.st_size < 1 << 20:
+                try:
+                    stamp = hashlib.sha256(Path(entry.path).read_bytes()).hexdigest()
+                except OSError:
+                    continue
+            else:
+                stamp = str(info.st_mtime_ns)
+            digest.update(f"{rel}\0{info.st_size}\0{stamp}\n".encode())
     return digest.hexdigest()
 
 
