@@ -42,6 +42,7 @@ from scenerag.viz import (
     scene_graph_from_store,
 )
 from scenerag.viz.layout import fit_camera
+from scenerag.viz.style import hex_color
 from scenerag.viz.viewer import SceneViewer, ViewerError, run_viewer, symbols_in
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -282,8 +283,9 @@ def test_export_png(tmp_path: Path, hydra_graph: SceneGraph, view: str) -> None:
     )
     assert non_blank(plain) and non_blank(marked)
     assert highlight_pixels(plain) == 0 and highlight_pixels(marked) > 10 * len(signs(hydra_graph))
-    with pytest.raises(ViewerError, match="O99999"):
+    with pytest.raises(ViewerError, match="O99999") as failed:
         export_png(hydra_graph, tmp_path / "bad.png", highlight=["O99999"])
+    assert "AgentResult" not in str(failed.value) and "--highlight O3,R1" in str(failed.value)
 
 
 def test_export_html_is_self_contained(tmp_path: Path, hydra_graph: SceneGraph) -> None:
@@ -298,6 +300,9 @@ def test_export_html_is_self_contained(tmp_path: Path, hydra_graph: SceneGraph) 
     assert [data["nodes"][i]["s"] for i in data["highlight"]] == marked
     by_symbol = {n["s"]: n for n in data["nodes"]}
     assert by_symbol["R1"]["l"] == "Room" and by_symbol["R1"]["c"] == "lounge"
+    # the legend names object classes by their own colours (no layer is "green")
+    assert data["classes"][0] == {"name": "seating", "count": 22, "color": hex_color(class_color("seating"))}
+    assert len(data["classes"]) == 12 and "green" not in text
 
 
 @needs_chromium
@@ -374,11 +379,21 @@ def test_viewer_question_and_cypher_through_the_gui(
 
 
 def test_viewer_api_without_a_browser(store: CypherStore, hydra_graph: SceneGraph) -> None:
-    viewer = run_viewer(store, port=free_port(), block=False)
+    viewer = run_viewer(store, port=free_port(), block=False, highlight=["O43", "R1"])
     try:
         assert viewer.graph.label_counts() == hydra_graph.label_counts()
+        assert viewer.highlighted == ["O43", "R1"] and viewer.node_color("O43") == HIGHLIGHT  # --highlight
         text = viewer.select("R1")
         assert "R1" in text and "lounge" in text and viewer.selected == "R1"
+        busiest = max(hydra_graph.nodes(), key=lambda n: len(hydra_graph.children(n.symbol)))
+        children = hydra_graph.children(busiest.symbol)
+        assert len(children) > 12
+        listed = viewer.select(busiest.symbol).split(f"contains {len(children)}: ")[1]
+        assert listed.endswith(f", …and {len(children) - 12} more") and listed.count(",") == 12
+        legend = viewer.legend.content
+        for cls in {n.class_name for n in hydra_graph.nodes("Object")}:
+            assert f"{cls} (" in legend
+        assert hex_color(class_color("seating")) in legend and "seating (22)" in legend
         assert viewer.highlight(["O3", "nope"]) == ["O3"] and viewer.node_color("O3") == HIGHLIGHT
         result = viewer.run_cypher(
             "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {nodeSymbol: 'O3'}) RETURN p, o"

@@ -1264,14 +1264,21 @@ def _demo_agent(store: Any, llm: str | None, expected: list[tuple[str, str, list
     from scenerag.eval.questions import Question
     from scenerag.llm import make_chat_model
 
-    model = make_chat_model(llm)
+    from scenerag.progress import ProgressChatModel
+
+    with _stages(False) as progress:
+        progress.stage("loading the model", llm or os.environ.get("SCENERAG_LLM") or "local")
+        model = make_chat_model(llm)
     console.print(
         f"\n[bold]LLM agent[/] ({model.name}) writes read-only Cypher to answer; this takes a while on a CPU."
     )
-    agent = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=3))
     for task, text, solutions in expected:
-        console.print(f"\n[bold cyan]{'Q' if task == 'qa' else 'Instruction'}:[/] {text}")
-        result = agent.run(text, task=task)  # type: ignore[arg-type]
+        console.print(f"\n[bold cyan]{'Q' if task == 'qa' else 'Instruction'}:[/] {escape(text)}")
+        with _stages(False) as progress:
+            agent = CypherAgent(
+                ProgressChatModel(model, progress), store, CypherAgentConfig(max_tool_calls=3), progress=progress
+            )
+            result = agent.run(text, task=task)  # type: ignore[arg-type]
         _print_run(result, False, "answer" if task == "qa" else "goal")
         comparator = "SLDP" if task == "qa" else "PDDL"
         if solutions:
