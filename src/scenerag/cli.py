@@ -1263,7 +1263,6 @@ def _demo_agent(store: Any, llm: str | None, expected: list[tuple[str, str, list
     from scenerag.agents import CypherAgent, CypherAgentConfig
     from scenerag.eval.questions import Question
     from scenerag.llm import make_chat_model
-
     from scenerag.progress import ProgressChatModel
 
     with _stages(False) as progress:
@@ -1276,7 +1275,10 @@ def _demo_agent(store: Any, llm: str | None, expected: list[tuple[str, str, list
         console.print(f"\n[bold cyan]{'Q' if task == 'qa' else 'Instruction'}:[/] {escape(text)}")
         with _stages(False) as progress:
             agent = CypherAgent(
-                ProgressChatModel(model, progress), store, CypherAgentConfig(max_tool_calls=3), progress=progress
+                ProgressChatModel(model, progress),
+                store,
+                CypherAgentConfig(max_tool_calls=3),
+                progress=progress,
             )
             result = agent.run(text, task=task)  # type: ignore[arg-type]
         _print_run(result, False, "answer" if task == "qa" else "goal")
