@@ -354,9 +354,13 @@ def test_viewer_question_and_cypher_through_the_gui(
         other = next(n for n in hydra_graph.nodes("Object") if n.class_name != "sign")
         assert viewer.node_color(other.symbol) == class_color(other.class_name)
         assert SIGNS_QUERY in viewer.answer_md.content  # the agent's Cypher is shown in the GUI
+        browser.evaluate(CLOSE_NOTICES_JS)
         time.sleep(1.5)
         after = browser.screenshot(tmp_path / "viewer-answer.png")
         assert non_blank(after) and highlight_pixels(after) > 20
+        if SCREENSHOTS:
+            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp_path / "viewer-answer.png", Path(SCREENSHOTS) / "viewer-answer.png")
 
         query = "MATCH (r:Room {class: 'lounge'}) RETURN r"
         assert browser.evaluate(FILL_FIELD_JS + f'(["Query", "{query}"])') == "ok"

@@ -88,8 +88,8 @@ class SceneLayout:
         return self.layers[self.labels[symbol]].node_size
 
     def pin_radius(self) -> float:
-        """Radius of a highlight pin's head: a little larger than the largest drawn node."""
-        return 1.2 * max((layer.node_size for layer in self.layers.values()), default=0.1)
+        """Radius of a highlight pin's head: most of the largest drawn node's."""
+        return 0.7 * max((layer.node_size for layer in self.layers.values()), default=0.1)
 
     def pin_heads(self, symbols: list[str]) -> np.ndarray:
         """Where the pins of ``symbols`` end (N, 3): straight above each node, half a layer gap above the
