@@ -469,6 +469,19 @@ def _llm_failure(result: Any) -> str | None:
     return None
 
 
+def _accepted(result: Any, label: str, refusal: str) -> str:
+    """The answer of an agent run (a goal, a write) when it is valid; otherwise one error line: the model's
+    failure, or the run shown and ``refusal``."""
+    failure = _llm_failure(result)
+    if failure is not None:
+        _fail(f"no {label}: the language model failed: {failure}")
+    if result.answer is None or result.error:
+        _end_progress()
+        _print_run(result, False, label)
+        _fail(refusal)
+    return str(result.answer)
+
+
 def _run_agent(
     text: str,
     task: str,
@@ -628,14 +641,7 @@ def plan(
 
                     agent = CypherAgent(_chat_model(llm, progress), store, progress=progress)
                     result = agent.run(instruction, task="pddl")
-                    failure = _llm_failure(result)
-                    if failure is not None:
-                        _fail(f"no goal: the language model failed: {failure}")
-                    if result.answer is None or result.error:
-                        _end_progress()
-                        _print_run(result, False, "goal")
-                        _fail("could not ground the instruction to a valid goal")
-                    goal_text = result.answer or ""
+                    goal_text = _accepted(result, "goal", "could not ground the instruction to a valid goal")
                 symbols = set(goal_symbols(goal_text))
                 if isinstance(start_spec, str):
                     symbols.add(start_spec)
@@ -786,14 +792,7 @@ def _model_write(
         pool.shutdown(wait=False)
     if result.context.get("timed_out"):
         _exit_now(out_of_time)
-    failure = _llm_failure(result)
-    if failure is not None:
-        _fail(f"no write: the language model failed: {failure}")
-    if result.answer is None or result.error:
-        _end_progress()
-        _print_run(result, False, "write")
-        _fail("the model did not produce a valid write")
-    return result.answer or ""
+    return _accepted(result, "write", "the model did not produce a valid write")
 
 
 def _exit_now(report: Callable[[], None]) -> None:
