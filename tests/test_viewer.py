@@ -559,3 +559,20 @@ def test_cli_highlight_errors_name_the_flag(tmp_path: Path, store: CypherStore) 
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "NOPE1, ZZ9" in lines[0] and "--highlight O3,R1" in lines[0]
     assert "AgentResult" not in proc.stderr and "Error" not in proc.stderr
+
+
+def test_viewer_loads_its_model_at_start(store: CypherStore, hydra_graph: SceneGraph) -> None:
+    """The model loads in the background when the viewer starts; a model that cannot load says why in the
+    answer box instead of at the first question."""
+    viewer = SceneViewer(hydra_graph, store=store, llm=ScriptedChatModel([]), port=free_port())
+    try:
+        assert viewer.model_ready.wait(30)
+        assert viewer.answer_md.content == "_the answer's nodes are highlighted in the scene_"
+    finally:
+        viewer.stop()
+    viewer = SceneViewer(hydra_graph, store=store, llm="nonsense:model", port=free_port())
+    try:
+        wait_for(lambda: "could not be loaded" in viewer.answer_md.content, "the load failure to show")
+        assert "unknown chat model spec" in viewer.answer_md.content and not viewer.model_ready.is_set()
+    finally:
+        viewer.stop()

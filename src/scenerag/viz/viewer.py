@@ -181,6 +181,24 @@ class SceneViewer:
         except BaseException:
             self.stop()
             raise
+        self.model_ready = threading.Event()
+        if (
+            self._access is not None and self._models.configured
+        ):  # load the model now, not at the first question
+            threading.Thread(target=self._load_model, name="scenerag-viewer-model", daemon=True).start()
+
+    def _load_model(self) -> None:
+        """Load the chat model in the background; the answer box says when questions can be asked."""
+        self.answer_md.content = "_loading the language model…_"
+        try:
+            with self._models.session():
+                pass
+        except SceneRagError as exc:
+            self.answer_md.content = f"**the language model could not be loaded:** {exc}"
+            return
+        self.model_ready.set()
+        if self.last_result is None and self.answer_md.content.startswith("_loading"):
+            self.answer_md.content = self._ask_help()
 
     # -- scene -----------------------------------------------------------------------------------------
     @property
