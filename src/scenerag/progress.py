@@ -95,7 +95,8 @@ SILENT: StageProgress = _Silent()
 # line "<monotonic time>\t<name>\t<detail>" on the helper's stdin; the helper prints it and, between stages,
 # the spinner or "... still" lines; end of input ends it (spinner cleared).
 _HELPER = r"""
-import os, select, sys, time
+import os, select, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; end of input ends this
 start, beat, tty = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "1"
 frames, turn = "\u280b\u2819\u2839\u2838\u283c\u2834\u2826\u2827\u2807\u280f", 0
 current, since, last, shown, buf = "starting", start, time.monotonic(), False, b""
