@@ -149,10 +149,12 @@ class SceneUpdateAgent:
     def _roles(self) -> _Roles:
         schema = self.store.schema()
         chains = [c for c in schema.containment_chains() if len(c) >= 2]
-        leaf = chains[0][-1] if chains else (ont.OBJECT if ont.OBJECT in schema.node_counts else "")
-        container = chains[0][-2] if chains else None
-        if not leaf:
-            leaf = schema.labels[0] if schema.labels else ont.OBJECT
+        # the edited things are objects where the graph has them (not, say, a KeySG object's handles)
+        if ont.OBJECT in schema.node_counts:
+            leaf = ont.OBJECT
+        else:
+            leaf = chains[0][-1] if chains else (schema.labels[0] if schema.labels else ont.OBJECT)
+        container = next((c[c.index(leaf) - 1] for c in chains if leaf in c[1:]), None)
         info = schema.node_properties.get(leaf, {}).get(ont.CLASS_KEY)
         classes = list(info.values or []) if info is not None else []
         node = cls = place = other_place = None
