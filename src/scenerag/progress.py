@@ -301,16 +301,41 @@ def generation_summary(response: ChatResponse) -> str:
     return f"{out} tokens in {response.elapsed_s:.1f} s ({rate:.1f} tok/s)"
 
 
+def batch_summary(responses: Sequence[ChatResponse]) -> str:
+    """``"3 replies, 61 tokens in 4.2 s (14.5 tok/s)"`` for replies decoded together (one prompt evaluation)."""
+    if len(responses) == 1:
+        return generation_summary(responses[0])
+    tokens = sum(r.usage.output_tokens for r in responses)
+    elapsed = max((r.elapsed_s for r in responses), default=0.0)
+    rate = tokens / elapsed if elapsed > 0 else 0.0
+    return f"{len(responses)} replies, {tokens} tokens in {elapsed:.1f} s ({rate:.1f} tok/s)"
+
+
 class ProgressChatModel:
-    """``model`` with each ``chat`` call reported as stage ``generating`` (before: the model's name; after:
-    :func:`generation_summary`). Every other attribute is the wrapped model's."""
+    """``model`` with each ``chat`` call (and each batched ``sample`` call, where the model has one) reported
+    as stage ``generating``: before, the model's name; after, :func:`generation_summary`. Every other
+    attribute is the wrapped model's."""
 
     def __init__(self, model: ChatModel, progress: StageProgress) -> None:
         self.model = model
         self.progress = progress
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
+        attr = getattr(self.model, name)
+        if name == "sample" and callable(attr):
+            return self._reported_sample(attr)
+        return attr
+
+    def _reported_sample(self, sample: Callable[..., Any]) -> Callable[..., Any]:
+        def reported(messages: Sequence[Message], **kwargs: Any) -> Any:
+            count = kwargs.get("n", 1)
+            self.progress.stage("generating", f"{self.model.name}, {count} candidate(s)")
+            responses = sample(messages, **kwargs)
+            if responses:
+                self.progress.stage("generating", batch_summary(list(responses)))
+            return responses
+
+        return reported
 
     def chat(self, messages: Sequence[Message], **kwargs: Any) -> ChatResponse:
         self.progress.stage("generating", self.model.name)
@@ -329,6 +354,7 @@ __all__ = [
     "ProgressFn",
     "StageProgress",
     "StderrProgress",
+    "batch_summary",
     "generation_summary",
     "progress_bar",
 ]
