@@ -86,6 +86,7 @@ class Run:
     returncode: int
     stdout: str
     stderr_lines: list[tuple[float, str]]  # (seconds since start, line)
+    stdout_stamps: list[float]
     wall_s: float
 
     @property
@@ -93,9 +94,14 @@ class Run:
         return "\n".join(line for _, line in self.stderr_lines)
 
     def longest_silence(self) -> float:
-        """The longest time stderr stayed silent, from its first line to the end of the process."""
-        stamps = [t for t, _ in self.stderr_lines] + [self.wall_s]
+        """The longest time with no output (stderr or stdout), from the first line to the last one; what
+        comes after the last line is interpreter teardown (see :meth:`teardown`)."""
+        stamps = sorted([t for t, _ in self.stderr_lines] + self.stdout_stamps)
         return max((b - a for a, b in itertools.pairwise(stamps)), default=0.0)
+
+    def teardown(self) -> float:
+        """Seconds from the last output line to the end of the process."""
+        return self.wall_s - max([t for t, _ in self.stderr_lines] + self.stdout_stamps)
 
 
 def run_timed(*args: str, url: str = "", timeout: float = 300) -> Run:
@@ -120,11 +126,14 @@ def run_timed(*args: str, url: str = "", timeout: float = 300) -> Run:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     assert proc.stdout is not None
-    stdout = proc.stdout.read()
+    stdout, stamps = [], []
+    for line in proc.stdout:
+        stamps.append(time.monotonic() - start)
+        stdout.append(line)
     proc.wait(timeout=timeout)
     wall = time.monotonic() - start
     reader.join(timeout=10)
-    return Run(proc.returncode, stdout, lines, wall)
+    return Run(proc.returncode, "".join(stdout), lines, stamps, wall)
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +176,7 @@ def test_ask_reports_its_stages_and_is_never_silent(db: Path, endpoint: Scripted
     assert any(s.startswith("... still generating") for s in stages)  # the heartbeat during the slow reply
     assert run.stderr_lines[0][0] < 3.0  # the first line comes early
     assert run.longest_silence() <= MAX_SILENCE_S, run.stderr_lines
+    assert run.teardown() < 5.0  # after the answer, the process ends (the database is already closed)
 
 
 def test_quiet_prints_only_the_result(db: Path, endpoint: ScriptedEndpoint) -> None:
