@@ -76,6 +76,7 @@ from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
 from scenerag.llm.base import ChatModel, LLMError, Message, sample_replies
+from scenerag.progress import SILENT, StageProgress
 from scenerag.store.base import GraphStore, QueryResult
 
 if TYPE_CHECKING:
@@ -225,12 +226,14 @@ class CypherAgent:
         embedder: Embedder | None = None,
         library: ExampleLibrary | None = None,
         linker: EntityLinker | None = None,
+        progress: StageProgress | None = None,
     ) -> None:
         self.model = model
         self.store = store
         self.config = config or CypherAgentConfig()
         self.domain = domain
-        self.grounder = PddlGrounder(store, domain)
+        self.progress = progress or SILENT  # stage lines (scenerag.progress); silent by default
+        self.grounder = PddlGrounder(store, domain, progress=self.progress)
         self.words: Words = load_words(self.config.language, self.config.lexicon_files)
         self._embedder = embedder
         self._library = library
@@ -395,11 +398,13 @@ class CypherAgent:
         result = self._run_once(question, task=task, answer_type=answer_type, allow_plan=True)
         result.question = question
         result.wall_s = time.perf_counter() - start
+        self.progress.stage("answer")
         return result
 
     def _plan(self, question: str, earlier: list[AgentResult]) -> Plan | None:
         """The model's plan for ``question`` (one call, grammar-constrained where the model can follow it)."""
         planner = self.planner()
+        self.progress.stage("planning", "the first query did not hold up: asking for steps")
         state = RunState(AgentResult(self.name, question, "qa", None))
         mark = time.perf_counter()
         state.messages = [Message.system(planner.system), Message.user(planner.user(question))]
@@ -465,12 +470,14 @@ class CypherAgent:
         state.result.context["timings_s"] = timings
         try:
             mark = time.perf_counter()
+            self.progress.stage("linking")
             links = self.linker().link(question) if self.config.link_entities else []
             timings["link"] = time.perf_counter() - mark
             mark = time.perf_counter()
             examples: list[CypherExample] = []
             k = self.config.examples_k_pddl if task == "pddl" else self.config.examples_k
             if k > 0:
+                self.progress.stage("examples")
                 masked = mask_question(question, links)
                 examples = self.library().retrieve(question, k, task=task, masked=masked)
             timings["retrieve"] = time.perf_counter() - mark
@@ -813,6 +820,7 @@ class CypherAgent:
             state.result.tools.append(ToolRecord("cypher_query", cypher, False, error=error, ran=rewritten))
             return None, f"That query cannot work: {error}.", ran
         try:
+            self.progress.stage("running query")
             result = self.store.query(
                 ran, read_only=True, timeout_s=self.config.query_timeout_s, max_rows=self.config.max_rows
             )

@@ -86,10 +86,10 @@ def _prepare(
 
         store, owned = open_store(db, create=False), True
     try:
-        entity_store = None
-        if embedder:
-            db_dir = None if isinstance(db, CypherStore) else db
-            entity_store = open_entity_index(db_dir, store, embedder, vectors=vectors)
+        from scenerag.serve.subgraph import entity_index_for  # semantic unless embedder="none"
+
+        db_dir = None if isinstance(db, CypherStore) else db
+        entity_store = entity_index_for(db_dir, store, embedder, vectors=vectors)
         return SceneService(store, config, llm=llm, entity_store=entity_store), owned
     except BaseException:
         if owned:

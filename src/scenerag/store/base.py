@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import gc
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -258,8 +259,10 @@ class CypherStore(abc.ABC):
             )
         timeout = self.default_timeout_s if timeout_s is None else float(timeout_s)
         cap = self.default_max_rows if max_rows is None else int(max_rows)
-        if timeout <= 0 or cap <= 0:
-            raise ValueError("timeout_s and max_rows must be positive")
+        if not timeout > 0:
+            raise ValueError(f"the query time limit must be positive (got {timeout:g} s; CLI: --timeout)")
+        if cap <= 0:
+            raise ValueError(f"the row cap must be at least 1 (got {cap}; CLI: --max-rows)")
         params = dict(params or {})
         analysis = analyze(cypher)
         notices: list[str] = []
@@ -271,9 +274,14 @@ class CypherStore(abc.ABC):
         cypher_run = self._bound_paths(cypher, analysis, schema, notices)
         start = time.perf_counter()
         with self._lock:
-            columns, rows, truncated = self._execute(
-                cypher_run, params, write=not read_only, timeout_s=timeout, max_rows=cap
-            )
+            try:
+                columns, rows, truncated = self._execute(
+                    cypher_run, params, write=not read_only, timeout_s=timeout, max_rows=cap
+                )
+            except QueryError as exc:
+                if exc.kind != "timeout":
+                    raise
+                raise timeout_error(cypher, timeout) from None
             if not read_only and analysis.is_write:
                 self._schema = None
         elapsed = (time.perf_counter() - start) * 1000.0
@@ -411,10 +419,27 @@ def db_error(message: str, cypher: str) -> QueryError:
     return QueryError("runtime", _short(message), cypher)
 
 
+_JAVA_CAUSE = re.compile(r"\s*\(caused by [\w.$]+\)")
+_JAVA_CLASS = re.compile(r"\b(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)\b:?\s*")
+
+
 def _short(message: str) -> str:
-    """Strip Java exception class prefixes and stack noise from a database message."""
+    """Strip Java exception class names (prefixes, ``(caused by org.antlr...Exception)``) and stack noise
+    from a database message."""
     text = message.strip().splitlines()[0] if message.strip() else message
     for marker in ("Exception: ", "Error: "):
         while marker in text and text.index(marker) < 120:
             text = text.split(marker, 1)[1]
+    text = _JAVA_CLASS.sub("", _JAVA_CAUSE.sub("", text))
     return text.strip()
+
+
+def timeout_error(cypher: str, timeout_s: float) -> QueryError:
+    """The error of a query stopped at its time limit: names the limit and how to raise it."""
+    return QueryError(
+        "timeout",
+        f"the query took longer than its time limit of {timeout_s:g} s",
+        cypher,
+        hint="narrow it: start from a nodeSymbol, bound hops (*1..3), add LIMIT; or raise the limit "
+        "(CLI: --timeout)",
+    )
