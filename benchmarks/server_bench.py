@@ -142,7 +142,19 @@ def main() -> None:
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "scenerag.serve", "--db", str(db), "--port", str(port), "--rate-limit", "0"],
+        [
+            sys.executable,
+            "-m",
+            "scenerag.serve",
+            "--db",
+            str(db),
+            "--port",
+            str(port),
+            "--rate-limit",
+            "0",
+            "--llm",
+            "none",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
