@@ -338,10 +338,11 @@ def share_store(
 ) -> Iterator[ShareInfo | None]:
     """While the block runs, serve ``store`` (held by this process) to other ``scenerag`` commands on
     ``db``: a loopback server of the HTTP API on a free port, reachable only with the owner token written
-    into ``db``. Yields None (and shares nothing) for a Bolt URI or when the server extra is missing."""
+    into ``db``. Yields None (and shares nothing) for a Bolt URI, a store that is itself another
+    process's (:class:`RemoteStore`), or when the server extra is missing."""
     from scenerag.store import is_bolt_uri
 
-    if is_bolt_uri(str(db)) or not Path(db).is_dir():
+    if isinstance(store, RemoteStore) or is_bolt_uri(str(db)) or not Path(db).is_dir():
         yield None
         return
     try:
