@@ -8,8 +8,11 @@ enumerate, the way a planner's cardinality estimate works, from exact figures th
   by ``nodeSymbol`` (in its map, ``WHERE v.nodeSymbol = ...`` or ``IN [...]``, the indexed lookup), or 1
   per incoming row when an earlier clause bound its variable; an equality on a listed property (``class``)
   divides by the number of values;
-* each relationship hop multiplies by the average degree of the label it leaves through that type
-  (``patterns`` counts), ``*lo..hi`` by the sum of the degree's powers, never more than the target's count;
+* each relationship hop multiplies by the expected neighbours of the labels it leaves, through that type and
+  direction, from the schema's (label, type, label) counts, label by label, so a hierarchy thins out where
+  it ends; ``*lo..hi`` enumerates the paths of every length, each costing its hops (a ``shortestPath``
+  visits every node at most once), and the rows that go on are those ending on the target's label (and
+  pinned symbol);
 * pattern parts that share no variable multiply (cartesian product), so do consecutive clauses; ``WITH``
   with only aggregates, or with ``LIMIT``, cuts the rows; ``UNWIND`` multiplies by the list's length;
   subqueries (``CALL {}``, ``EXISTS {}``, ``COUNT {}``) cost their estimate per incoming row.
@@ -105,6 +108,7 @@ class _Rel:
     lower: int = 1
     upper: int = 1
     shortest: bool = False  # inside shortestPath(): a breadth-first search, not every path
+    direction: str = "both"  # out: a->b along the arrow, in: b->a, both: either
 
 
 class _Estimator:
@@ -119,29 +123,61 @@ class _Estimator:
         counts = [self.schema.node_counts.get(label, 0) for label in labels]
         return float(min(counts)) if counts else self.total_nodes
 
-    def degree(self, labels: list[str], types: list[str]) -> float:
-        """Average neighbours of a node with ``labels`` through ``types`` (either direction; all types when
-        empty), the largest over the labels (all labels when none)."""
-        chosen = labels or list(self.schema.node_counts)
-        best = 0.0
-        for label in chosen:
-            count = self.schema.node_counts.get(label, 0)
-            if count <= 0:
-                continue
-            edges = sum(
-                n * ((src == label) + (dst == label))  # an edge between two such nodes is a neighbour of each
-                for (src, rtype, dst), n in self.schema.patterns.items()
-                if (not types or rtype in types)
-            )
-            best = max(best, edges / count)
-        if best == 0.0 and not self.schema.patterns:  # no pattern counts: the mean degree over all nodes
+    def start_mix(self, labels: list[str]) -> dict[str, float]:
+        """One start node as a distribution over labels: its label, or every label by its share."""
+        counts = self.schema.node_counts
+        if labels:
+            label = min(labels, key=lambda x: counts.get(x, 0))
+            return {label: 1.0}
+        total = sum(counts.values()) or 1
+        return {label: n / total for label, n in counts.items()}
+
+    def hop(self, frontier: dict[str, float], types: list[str], direction: str) -> dict[str, float]:
+        """The expected neighbours (by label) of ``frontier`` through ``types`` in ``direction`` (out: along
+        the arrows, in: against them, both), from the schema's (label, type, label) counts."""
+        counts = self.schema.node_counts
+        out: dict[str, float] = {}
+        if not self.schema.patterns:  # no pattern counts: the mean degree over all nodes
             rels = (
                 sum(self.schema.rel_counts.get(t, 0) for t in types)
                 if types
                 else sum(self.schema.rel_counts.values())
             )
-            best = 2.0 * rels / self.total_nodes
-        return best
+            factor = (1.0 if direction != "both" else 2.0) * rels / self.total_nodes
+            total = sum(frontier.values()) * factor
+            return {label: total * n / self.total_nodes for label, n in counts.items()}
+        for (src, rtype, dst), n in self.schema.patterns.items():
+            if types and rtype not in types:
+                continue
+            if direction in ("out", "both") and src in frontier and counts.get(src):
+                out[dst] = out.get(dst, 0.0) + frontier[src] * n / counts[src]
+            if direction in ("in", "both") and dst in frontier and counts.get(dst):
+                out[src] = out.get(src, 0.0) + frontier[dst] * n / counts[dst]
+        return out
+
+    def expand(self, rel: _Rel, src: _Node, dst: _Node, forward: bool) -> tuple[float, float]:
+        """(work, paths ending on a node matching ``dst``) from one ``src`` node through ``rel``: the work is
+        the relationships walked (a path of h hops, h of them); a shortest path is a breadth-first search (at
+        most every node once)."""
+        direction = rel.direction if forward else {"out": "in", "in": "out"}.get(rel.direction, "both")
+        frontier = self.start_mix(src.labels)
+        enumerated = matching = 0.0
+        if rel.lower == 0:
+            enumerated = matching = 1.0
+        for h in range(1, rel.upper + 1):
+            frontier = self.hop(frontier, rel.types, direction)
+            if h < rel.lower:
+                continue
+            reached = sum(frontier.values())
+            # a path of h hops costs h steps (each new relationship is checked against the path's others)
+            enumerated += reached * (1 if rel.shortest else h)
+            matching += sum(v for label, v in frontier.items() if not dst.labels or label in dst.labels)
+        if rel.shortest:
+            enumerated, matching = min(enumerated, self.total_nodes), min(matching, self.total_nodes)
+        label_count = self.label_count(dst.labels)
+        if dst.anchors is not None:  # the far end is pinned: only paths ending on those symbols
+            matching *= min(1.0, dst.anchors / max(1.0, label_count))
+        return enumerated, matching * dst.selectivity
 
     def node_rows(self, node: _Node, bound: set[str]) -> float:
         if node.key in bound:
@@ -307,13 +343,6 @@ class _Estimator:
         bound.update(k for k in nodes if not k.startswith(" "))
         return rows, work
 
-    def paths(self, rel: _Rel, per_hop: float) -> float:
-        """Paths one start node expands into through ``rel`` (a breadth-first search for shortest paths)."""
-        count = sum(per_hop**h for h in range(rel.lower, rel.upper + 1)) if rel.upper >= rel.lower else 0.0
-        if rel.lower == 0:
-            count = max(count, 1.0)
-        return min(count, self.total_nodes) if rel.shortest else count
-
     def component(
         self, members: list[str], rels: list[_Rel], nodes: dict[str, _Node], bound: set[str]
     ) -> tuple[float, float]:
@@ -330,14 +359,15 @@ class _Estimator:
                     continue
                 pending.remove(rel)
                 progress = True
-                src, dst = (rel.a, rel.b) if rel.a in visited else (rel.b, rel.a)
-                expanded = rows * self.paths(rel, self.degree(nodes[src].labels, rel.types))
-                work += expanded
+                forward = rel.a in visited
+                src, dst = (rel.a, rel.b) if forward else (rel.b, rel.a)
+                enumerated, matching = self.expand(rel, nodes[src], nodes[dst], forward)
+                work += rows * enumerated
                 if dst in visited:  # closes a cycle (or joins two bound ends): a filter on the rows
                     continue
-                if rel.upper <= 1 and not rel.shortest:  # one hop: neighbours with the target's label
-                    expanded = min(expanded, rows * self.node_rows(nodes[dst], bound))
-                rows = expanded
+                if dst in bound:  # bound by an earlier clause: one of its rows
+                    matching = min(matching, 1.0)
+                rows *= matching
                 visited.add(dst)
             if not progress:
                 raise _Unreadable("disconnected relationship")
@@ -379,6 +409,9 @@ class _Estimator:
             elif t.kind == "op" and t.text in ("-", "<-", "->"):
                 if pending_rel is None:
                     pending_rel = _Rel("", "", [], shortest=shortest)
+                if t.text != "-":
+                    arrow = "in" if t.text == "<-" else "out"
+                    pending_rel.direction = arrow if pending_rel.direction in ("both", arrow) else "both"
                 i += 1
             elif t.kind == "op" and t.text == "[" and pending_rel is not None:
                 i = self.read_rel(toks, i, pending_rel)
