@@ -31,7 +31,6 @@ import os
 import random
 import re
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -45,8 +44,8 @@ import httpx2
 from bench_record import BenchRecord, add_record_argument
 from scenerag.graph import read_scene_graph
 from scenerag.graph.model import SceneGraph
-from scenerag.serve import free_port
 from scenerag.store import open_store
+from server_bench import start_server
 
 DATA = Path(os.environ.get("SCENERAG_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 DEFAULT_GRAPH = DATA / "hydra_small_indoor_dsg.json"
@@ -296,39 +295,13 @@ def totals(url: str) -> dict[str, int]:
         return {k: int(v) for k, v in r.json()["rows"][0].items()}
 
 
-def start_server(db: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def start_soak_server(db: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
+    """The server under test: no rate limit, no model; from ``--server-src`` when given."""
+    env = dict(os.environ)
     if args.server_src:
         env["PYTHONPATH"] = str(Path(args.server_src).resolve())
-    command = [
-        sys.executable,
-        "-m",
-        "scenerag.serve",
-        "--db",
-        str(db),
-        "--port",
-        str(port),
-        "--rate-limit",
-        "0",
-    ]
-    command += ["--llm", "none"]
-    if args.query_slots:
-        command += ["--query-slots", str(args.query_slots)]
-    log = open(Path(db).parent / "server.log", "wb")  # noqa: SIM115 (kept open for the server's life)
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx2.get(url + "/health", timeout=2).status_code == 200:
-                return server, url
-        except httpx2.HTTPError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            raise SystemExit("the server did not start: see " + str(Path(db).parent / "server.log"))
-        time.sleep(0.2)
+    extra = ["--query-slots", str(args.query_slots)] if args.query_slots else []
+    return start_server(db, "--rate-limit", "0", "--llm", "none", *extra, env=env)
 
 
 def main() -> None:
@@ -360,7 +333,7 @@ def main() -> None:
         db = Path(tmp) / "db"
         with open_store(db) as store:
             store.load(graph)
-        server, url = start_server(db, args)
+        server, url = start_soak_server(db, args)
         try:
             before = totals(url)
             summaries = []

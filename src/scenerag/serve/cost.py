@@ -25,12 +25,12 @@ run times.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scenerag.graph import ontology as ont
-from scenerag.store.cypher import Token, tokenize
+from scenerag.store.cypher import WRITE_KEYWORDS, Token, tokenize
 from scenerag.store.schema import GraphSchema
 
 #: estimated rows above which a query goes to the heavy lane (calibrated: benchmarks/server_soak.py --calibrate)
@@ -38,28 +38,25 @@ HEAVY_ROWS = 50_000.0
 #: rows assumed for a list whose length the text does not show (UNWIND $list, a procedure's output)
 UNKNOWN_LIST = 10.0
 
-_CLAUSES = frozenset(
-    {
-        "MATCH",
-        "OPTIONAL",
-        "WHERE",
-        "WITH",
-        "RETURN",
-        "UNWIND",
-        "CALL",
-        "ORDER",
-        "SKIP",
-        "LIMIT",
-        "UNION",
-        "YIELD",
-        "CREATE",
-        "MERGE",
-        "SET",
-        "DELETE",
-        "DETACH",
-        "REMOVE",
-        "FOREACH",
-    }
+#: words that start a clause (the write clauses among them, for a server that allows writes)
+_CLAUSES = (
+    frozenset(
+        {
+            "MATCH",
+            "OPTIONAL",
+            "WHERE",
+            "WITH",
+            "RETURN",
+            "UNWIND",
+            "CALL",
+            "ORDER",
+            "SKIP",
+            "LIMIT",
+            "UNION",
+            "YIELD",
+        }
+    )
+    | WRITE_KEYWORDS
 )
 _AGGREGATES = frozenset(
     {"count", "collect", "sum", "avg", "min", "max", "stdev", "stdevp", "percentilecont", "percentiledisc"}
@@ -195,19 +192,12 @@ class _Estimator:
             value = self.params.get(t.text[1:])
             return float(len(value)) if isinstance(value, (list, tuple)) else UNKNOWN_LIST
         if t.kind == "op" and t.text == "[":
-            depth, items, empty = 0, 1, True
-            for tok in toks[i:]:
-                if tok.kind == "op" and tok.text in "([{":
-                    depth += 1
-                elif tok.kind == "op" and tok.text in ")]}":
-                    depth -= 1
-                    if depth == 0:
-                        return 0.0 if empty else float(items)
-                elif depth == 1:
-                    empty = False
-                    if tok.kind == "op" and tok.text == ",":
-                        items += 1
-            return UNKNOWN_LIST
+            inner = _braced(toks, i)
+            return (
+                float(sum(1 for tok, depth in _nesting(inner) if depth == 0 and tok.text == ",") + 1)
+                if inner
+                else 0.0
+            )
         if t.kind == "ident" and t.text.lower() == "range" and i + 5 < len(toks):
             lo, hi = toks[i + 2], toks[i + 4]
             if lo.kind == "number" and hi.kind == "number":
@@ -217,13 +207,9 @@ class _Estimator:
     # -- query structure --------------------------------------------------------------------------------
     def query(self, toks: list[Token], bound: set[str]) -> tuple[float, float]:
         """(work, output rows) of a whole query or subquery body; UNION parts add up."""
-        parts, depth, start = [], 0, 0
-        for i, t in enumerate(toks):
-            if t.kind == "op" and t.text in "([{":
-                depth += 1
-            elif t.kind == "op" and t.text in ")]}":
-                depth -= 1
-            elif depth == 0 and _word(t) == "UNION":
+        parts, start = [], 0
+        for i, (t, depth) in enumerate(_nesting(toks)):
+            if depth == 0 and _word(t) == "UNION":
                 parts.append(toks[start:i])
                 start = i + 1 + (1 if i + 1 < len(toks) and _word(toks[i + 1]) == "ALL" else 0)
         parts.append(toks[start:])
@@ -487,17 +473,22 @@ def _word(t: Token) -> str:
     return t.text.upper() if t.kind == "ident" else ""
 
 
-def _closing(toks: list[Token], i: int) -> int:
-    """Index of the bracket closing the one at ``toks[i]``."""
+def _nesting(toks: list[Token]) -> Iterator[tuple[Token, int]]:
+    """Each token with its bracket depth; a bracket has the depth of what surrounds it."""
     depth = 0
-    for j in range(i, len(toks)):
-        t = toks[j]
+    for t in toks:
+        if t.kind == "op" and t.text in ")]}":
+            depth -= 1
+        yield t, depth
         if t.kind == "op" and t.text in "([{":
             depth += 1
-        elif t.kind == "op" and t.text in ")]}":
-            depth -= 1
-            if depth == 0:
-                return j
+
+
+def _closing(toks: list[Token], i: int) -> int:
+    """Index of the bracket closing the one at ``toks[i]``."""
+    for j, (t, depth) in enumerate(_nesting(toks[i:])):
+        if j > 0 and depth == 0 and t.kind == "op" and t.text in ")]}":
+            return i + j
     raise _Unreadable("unbalanced brackets")
 
 
@@ -508,12 +499,12 @@ def _braced(toks: list[Token], i: int) -> list[Token]:
 def _split_clauses(toks: list[Token]) -> list[tuple[str, list[Token]]]:
     """(clause word, its tokens) at bracket depth 0; OPTIONAL MATCH is one clause, ORDER BY keeps BY."""
     out: list[tuple[str, list[Token]]] = []
-    depth = 0
+    depths = [depth for _, depth in _nesting(toks)]
     word: str | None = None
     body: list[Token] = []
     i = 0
     while i < len(toks):
-        t = toks[i]
+        t, depth = toks[i], depths[i]
         w = _word(t)
         after_dot = i > 0 and toks[i - 1].kind == "op" and toks[i - 1].text == "."
         is_key = i + 1 < len(toks) and toks[i + 1].kind == "op" and toks[i + 1].text == ":"
@@ -527,10 +518,6 @@ def _split_clauses(toks: list[Token]) -> list[tuple[str, list[Token]]]:
                 i += 1
             i += 1
             continue
-        if t.kind == "op" and t.text in "([{":
-            depth += 1
-        elif t.kind == "op" and t.text in ")]}":
-            depth -= 1
         body.append(t)
         i += 1
     if word is not None:
@@ -545,13 +532,8 @@ def _split_clauses(toks: list[Token]) -> list[tuple[str, list[Token]]]:
 
 
 def _split_where(body: list[Token]) -> tuple[list[Token], list[Token]]:
-    depth = 0
-    for i, t in enumerate(body):
-        if t.kind == "op" and t.text in "([{":
-            depth += 1
-        elif t.kind == "op" and t.text in ")]}":
-            depth -= 1
-        elif depth == 0 and _word(t) == "WHERE":
+    for i, (t, depth) in enumerate(_nesting(body)):
+        if depth == 0 and _word(t) == "WHERE":
             return body[:i], body[i + 1 :]
     return body, []
 
@@ -579,15 +561,9 @@ def _where_anchors(where: list[Token]) -> dict[str, float]:
 
 def _map_entries(toks: list[Token], i: int) -> list[tuple[str, int]]:
     """(key, index of its value) of the map literal opening at ``toks[i]``."""
-    end = _closing(toks, i)
-    out, depth = [], 0
-    for j in range(i, end):
-        t = toks[j]
-        if t.kind == "op" and t.text in "([{":
-            depth += 1
-        elif t.kind == "op" and t.text in ")]}":
-            depth -= 1
-        elif (
+    out = []
+    for j, (t, depth) in enumerate(_nesting(toks[i : _closing(toks, i)]), start=i):
+        if (
             depth == 1
             and t.kind == "ident"
             and toks[j + 1].kind == "op"
@@ -601,15 +577,10 @@ def _map_entries(toks: list[Token], i: int) -> list[tuple[str, int]]:
 def _projection_items(body: list[Token]) -> tuple[list[list[Token]], list[Token]]:
     """The comma-separated items of a WITH/RETURN and the tail from ORDER/SKIP/LIMIT/WHERE on."""
     items: list[list[Token]] = [[]]
-    depth = 0
-    for i, t in enumerate(body):
-        if t.kind == "op" and t.text in "([{":
-            depth += 1
-        elif t.kind == "op" and t.text in ")]}":
-            depth -= 1
-        elif depth == 0 and _word(t) in ("ORDER", "SKIP", "LIMIT", "WHERE"):
+    for i, (t, depth) in enumerate(_nesting(body)):
+        if depth == 0 and _word(t) in ("ORDER", "SKIP", "LIMIT", "WHERE"):
             return [x for x in items if x], body[i:]
-        elif depth == 0 and t.kind == "op" and t.text == ",":
+        if depth == 0 and t.kind == "op" and t.text == ",":
             items.append([])
             continue
         items[-1].append(t)
