@@ -144,6 +144,7 @@ class Phase:
     health_ms: list[float] = field(default_factory=list)
     health_status: Counter[str] = field(default_factory=Counter)
     rss_mib: float | None = None
+    rss_samples: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, kind: str, status: str, ms: float) -> None:
@@ -174,6 +175,7 @@ class Phase:
                 "max_ms": round(max(self.health_ms, default=math.nan), 1),
             },
             "rss_mib": self.rss_mib,
+            "rss_range_mib": [min(self.rss_samples), max(self.rss_samples)] if self.rss_samples else None,
         }
 
 
@@ -258,9 +260,12 @@ def run_phase(
                 except httpx2.HTTPError as exc:
                     status = type(exc).__name__
                 ms = (time.perf_counter() - t0) * 1000.0
+                rss = rss_mib(server_pid)
                 with phase.lock:
                     phase.health_ms.append(ms)
                     phase.health_status[status] += 1
+                    if rss is not None:
+                        phase.rss_samples.append(rss)
                 time.sleep(max(0.0, args.health_interval - ms / 1000.0))
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
@@ -273,7 +278,8 @@ def run_phase(
 
 
 def print_phase(summary: dict[str, Any]) -> None:
-    print(f"\nphase {summary['phase']} (server RSS {summary['rss_mib']} MiB)")
+    low, high = summary["rss_range_mib"] or (None, None)
+    print(f"\nphase {summary['phase']} (server RSS {summary['rss_mib']} MiB at the end; {low}-{high} during)")
     print(f"  {'kind':<9} {'n':>5} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}  statuses")
     for kind, k in summary["kinds"].items():
         statuses = ", ".join(f"{s}: {n}" for s, n in k["status"].items())

@@ -9,6 +9,7 @@ while every slot is busy, a query that cannot start before its deadline gets 503
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -297,3 +298,21 @@ def test_a_failed_background_load_is_reported() -> None:
     with pytest.raises(Exception, match="unknown chat model spec"), provider.session():
         pass
     assert ChatModelProvider("none").state == "none"
+
+
+def test_heavy_queries_run_on_nicer_threads() -> None:
+    from scenerag.serve.store_access import HEAVY_NICE, _lower_priority
+
+    seen: list[int] = []
+
+    def worker() -> None:
+        before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        _lower_priority()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) - before)
+
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == [HEAVY_NICE] or seen == [19 - mine]  # capped at the lowest priority
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # per thread, not process

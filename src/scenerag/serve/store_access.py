@@ -9,6 +9,9 @@ Contract: :meth:`StoreAccess.read` / :meth:`StoreAccess.write` take a query thro
 3. admission (:class:`~scenerag.serve.admission.Admission`): a slot, or a 503 when the lane's queue is
    full or the deadline passes while queued; the deadline counts from ``arrival`` (default: the call);
 4. the run, with what is left of the deadline as its time limit (the store cancels it at the deadline).
+   Heavy queries run on their own threads at a lower CPU priority (nice +10, Linux: per thread), so on a
+   busy machine the cheap lane, validation and ``/health`` get the cores first; a heavy query still uses
+   whatever CPU is idle, and still ends at its deadline.
 
 Every query's timeout and row count are clamped to the server's caps. Reads run side by side, a write alone
 (the store's read-write lock). :class:`ReadOnlyStore` is the ``GraphStore`` handed to agents and tools: it
@@ -17,8 +20,12 @@ refuses writes and loads whatever its caller asks, so text in the graph (prompt 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scenerag.graph.model import SceneGraph
@@ -30,6 +37,15 @@ from scenerag.store.schema import GraphSchema
 
 #: a query admitted with less time than this left is answered as timed out rather than started
 MIN_RUN_S = 0.01
+#: how much nicer (lower CPU priority) the threads running heavy queries are
+HEAVY_NICE = 10
+
+
+def _lower_priority() -> None:
+    """Make the calling thread nicer by ``HEAVY_NICE`` (a no-op where threads have no own priority)."""
+    with contextlib.suppress(AttributeError, OSError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + HEAVY_NICE)
 
 
 class StoreAccess:
@@ -49,6 +65,18 @@ class StoreAccess:
         self.max_rows = int(max_rows)
         self.admission = admission or Admission()
         self.heavy_rows = float(heavy_rows)
+        self._heavy_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _heavy_runner(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._heavy_pool is None:
+                self._heavy_pool = ThreadPoolExecutor(
+                    max_workers=self.admission.heavy_slots,
+                    thread_name_prefix="scenerag-heavy",
+                    initializer=_lower_priority,
+                )
+            return self._heavy_pool
 
     def clamp(
         self,
@@ -97,7 +125,12 @@ class StoreAccess:
                     cypher,
                     hint="retry, or give it a longer timeout",
                 )
-            return self.store.execute(prepared, params, timeout_s=left, max_rows=rows)
+            if not cost.heavy:
+                return self.store.execute(prepared, params, timeout_s=left, max_rows=rows)
+            job = self._heavy_runner().submit(
+                self.store.execute, prepared, params, timeout_s=left, max_rows=rows
+            )
+            return job.result()
 
     def read(
         self,

@@ -191,14 +191,14 @@ class _RunningQuery:
 
 
 def _java_messages(exc: BaseException) -> list[str]:
-    """The messages of a Java exception and of its causes, outermost first."""
+    """``"<class>: <message>"`` of a Java exception and of each of its causes, outermost first."""
     out: list[str] = []
     current: Any = exc
     for _ in range(8):
         if current is None:
             break
         message = current.getMessage() if hasattr(current, "getMessage") else str(current)
-        out.append(f"{type(current).__name__}: {message}" if len(out) == 0 else str(message or ""))
+        out.append(f"{type(current).__name__.rsplit('.', 1)[-1]}: {message or ''}")
         current = current.getCause() if hasattr(current, "getCause") else None
     return out
 
@@ -460,7 +460,8 @@ class ArcadeStore(CypherStore):
             messages = _java_messages(exc)
             if not any(("Parsing" in m or "Semantic" in m) for m in messages):
                 return
-            detail = next((m for m in messages[1:] if m and "Error analyzing" not in m), messages[0])
+            # the outermost says "Error analyzing Cypher query"; a cause says what and where
+            detail = next((m for m in messages[1:] if "Error analyzing" not in m), messages[0])
             raise db_error(detail, cypher) from None
 
     def _execute(
