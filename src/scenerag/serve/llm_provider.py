@@ -102,17 +102,22 @@ class ChatModelProvider:
             out["error"] = str(self._error)
         return out
 
-    def preload(self) -> None:
-        """Start building the spec's model in a background thread (no-op for instances and factories)."""
+    def preload(self, *, on_ready: Callable[[], None] | None = None) -> None:
+        """Start building the spec's model in a background thread (no-op for instances and factories);
+        ``on_ready`` is called from that thread once the model loaded."""
         if self._spec is None or self._shared is not None or self._loader is not None:
             return
         self._load_started = time.monotonic()
-        self._loader = threading.Thread(target=self._load_quietly, name="scenerag-llm-load", daemon=True)
+        self._loader = threading.Thread(
+            target=self._load_quietly, args=(on_ready,), name="scenerag-llm-load", daemon=True
+        )
         self._loader.start()
 
-    def _load_quietly(self) -> None:
+    def _load_quietly(self, on_ready: Callable[[], None] | None) -> None:
         with contextlib.suppress(Exception):  # kept in self._error, reported by status() and session()
             self._shared_model()
+            if on_ready is not None:
+                on_ready()
 
     def _shared_model(self) -> ChatModel:
         with self._create_lock:

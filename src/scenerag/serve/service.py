@@ -12,7 +12,7 @@ server's. :meth:`SceneService.health` never touches the store nor waits for a qu
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,10 +76,11 @@ class SceneService:
         schema = self.store.schema()
         self._counts = (sum(schema.node_counts.values()), sum(schema.rel_counts.values()))
 
-    def warm_up(self) -> None:
-        """Start loading the model (when given as a spec) and warm the query parser, so the first requests
-        are not slow (the engine's first parse costs ~0.2-1 s). Called once when a server starts."""
-        self.models.preload()
+    def warm_up(self, *, on_model_ready: Callable[[], None] | None = None) -> None:
+        """Start loading the model (when given as a spec; ``on_model_ready`` is called once it loaded) and
+        warm the query parser, so the first requests are not slow (the engine's first parse costs ~0.2-1 s).
+        Called once when a server starts."""
+        self.models.preload(on_ready=on_model_ready)
         with contextlib.suppress(Exception):
             self.store.prepare("MATCH (n) RETURN count(n) AS n")
 
