@@ -145,6 +145,7 @@ class Phase:
     health_status: Counter[str] = field(default_factory=Counter)
     rss_mib: float | None = None
     rss_samples: list[float] = field(default_factory=list)
+    rss_parts: dict[str, float] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, kind: str, status: str, ms: float) -> None:
@@ -176,7 +177,35 @@ class Phase:
             },
             "rss_mib": self.rss_mib,
             "rss_range_mib": [min(self.rss_samples), max(self.rss_samples)] if self.rss_samples else None,
+            "rss_parts_mib": self.rss_parts,
         }
+
+
+def rss_breakdown(pid: int) -> dict[str, float]:
+    """The server's resident memory by kind of mapping (MiB): the JVM heap (the one large anonymous
+    reservation), other anonymous memory (malloc arenas, thread stacks, JIT code, metaspace), the brk heap,
+    and file-backed pages (libraries, the database files)."""
+    out = {"jvm_heap": 0.0, "anon_other": 0.0, "brk_heap": 0.0, "files": 0.0}
+    try:
+        text = Path(f"/proc/{pid}/smaps").read_text()
+    except OSError:
+        return out
+    kind, size_kib = "anon_other", 0
+    for line in text.splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5:  # a mapping's header line
+            start, end = (int(x, 16) for x in head[0].split("-"))
+            size_kib = (end - start) // 1024
+            name = head[5] if len(head) > 5 else ""
+            if name == "[heap]":
+                kind = "brk_heap"
+            elif name.startswith("/"):
+                kind = "files"
+            else:
+                kind = "jvm_heap" if size_kib >= 1024 * 1024 else "anon_other"
+        elif line.startswith("Rss:"):
+            out[kind] += int(head[1]) / 1024
+    return {k: round(v, 1) for k, v in out.items()}
 
 
 def rss_mib(pid: int) -> float | None:
@@ -275,11 +304,15 @@ def run_phase(
     for t in threads:
         t.join()
     phase.rss_mib = rss_mib(server_pid)
+    phase.rss_parts = rss_breakdown(server_pid)
 
 
 def print_phase(summary: dict[str, Any]) -> None:
     low, high = summary["rss_range_mib"] or (None, None)
-    print(f"\nphase {summary['phase']} (server RSS {summary['rss_mib']} MiB at the end; {low}-{high} during)")
+    parts = ", ".join(f"{k} {v:.0f}" for k, v in summary["rss_parts_mib"].items())
+    print(
+        f"\nphase {summary['phase']} (server RSS {summary['rss_mib']} MiB at the end: {parts}; {low}-{high} during)"
+    )
     print(f"  {'kind':<9} {'n':>5} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}  statuses")
     for kind, k in summary["kinds"].items():
         statuses = ", ".join(f"{s}: {n}" for s, n in k["status"].items())
