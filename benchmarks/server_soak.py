@@ -182,27 +182,20 @@ class Phase:
 
 
 def rss_breakdown(pid: int) -> dict[str, float]:
-    """The server's resident memory by kind of mapping (MiB): the JVM heap (the one large anonymous
-    reservation), other anonymous memory (malloc arenas, thread stacks, JIT code, metaspace), the brk heap,
-    and file-backed pages (libraries, the database files)."""
-    out = {"jvm_heap": 0.0, "anon_other": 0.0, "brk_heap": 0.0, "files": 0.0}
+    """The server's resident memory by kind of mapping (MiB): anonymous memory (the JVM heap, whose
+    committed parts are separate mappings, malloc arenas, thread stacks, JIT code, metaspace), the brk
+    heap (Python's small objects), and file-backed pages (libraries, the database files)."""
+    out = {"anon": 0.0, "brk_heap": 0.0, "files": 0.0}
     try:
         text = Path(f"/proc/{pid}/smaps").read_text()
     except OSError:
         return out
-    kind, size_kib = "anon_other", 0
+    kind = "anon"
     for line in text.splitlines():
         head = line.split()
         if head and "-" in head[0] and len(head) >= 5:  # a mapping's header line
-            start, end = (int(x, 16) for x in head[0].split("-"))
-            size_kib = (end - start) // 1024
             name = head[5] if len(head) > 5 else ""
-            if name == "[heap]":
-                kind = "brk_heap"
-            elif name.startswith("/"):
-                kind = "files"
-            else:
-                kind = "jvm_heap" if size_kib >= 1024 * 1024 else "anon_other"
+            kind = "brk_heap" if name == "[heap]" else "files" if name.startswith("/") else "anon"
         elif line.startswith("Rss:"):
             out[kind] += int(head[1]) / 1024
     return {k: round(v, 1) for k, v in out.items()}
