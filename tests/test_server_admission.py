@@ -316,3 +316,15 @@ def test_heavy_queries_run_on_nicer_threads() -> None:
     thread.join()
     assert seen == [HEAVY_NICE] or seen == [19 - mine]  # capped at the lowest priority
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # per thread, not process
+
+
+def test_watchdog_drops_cancelled_calls_without_waiting_for_their_deadlines() -> None:
+    dog = Watchdog()
+    fired = threading.Event()
+    for _ in range(1000):
+        with dog.after(3600, fired.set):
+            pass  # ended long before its deadline
+    dog.after(0.05, fired.set)
+    assert fired.wait(5)
+    time.sleep(0.05)
+    assert dog.pending() == 0  # the hour-long cancelled entries are gone, not kept until their deadline

@@ -82,7 +82,7 @@ class Watchdog:
         return self.at(self._clock() + max(0.0, float(seconds)), fn)
 
     def pending(self) -> int:
-        """Scheduled calls not yet due (cancelled ones included until their deadline)."""
+        """Scheduled calls not yet due (cancelled ones included until the thread next wakes)."""
         with self._cond:
             return len(self._heap)
 
@@ -90,6 +90,10 @@ class Watchdog:
         while True:
             with self._cond:
                 while True:
+                    # Most queries end long before their deadline: their cancelled entries are dropped here,
+                    # whenever the thread wakes, instead of waking it once each at its deadline.
+                    while self._heap and self._heap[0][2]._fn is None:
+                        heapq.heappop(self._heap)
                     now = self._clock()
                     if self._heap and self._heap[0][0] <= now:
                         _, _, entry = heapq.heappop(self._heap)
