@@ -187,9 +187,10 @@ def _stages(quiet: bool) -> Iterator[Any]:
 
 
 def _open(db: str, *, create: bool) -> Any:
-    from scenerag.store import open_store
+    # While `scenerag serve` or `view` holds this embedded database, go through that process.
+    from scenerag.serve.share import open_store_or_shared
 
-    return open_store(db, create=create)
+    return open_store_or_shared(db, create=create)
 
 
 def _read(path: Path, fmt: str) -> Any:
@@ -1042,15 +1043,18 @@ def serve(
         bool, typer.Option("--stdio", help="Serve MCP over stdin/stdout instead of HTTP.")
     ] = False,
 ) -> None:
-    """HTTP API + MCP server exposing cypher_query (read-only), schema, ask, ground, plan, retrieve_subgraph."""
+    """HTTP API + MCP server exposing cypher_query (read-only), schema, ask, ground, plan, retrieve_subgraph.
+    The model (--llm, default local; none: no model) loads in the background; /health says when it is ready.
+    Other scenerag commands on the same --db go through the server while it runs."""
     with _errors():
         from scenerag.serve import serve as serve_http
         from scenerag.serve import serve_mcp_stdio
 
+        spec = llm if llm is not None else os.environ.get("SCENERAG_LLM") or "local"
         if stdio:
-            serve_mcp_stdio(db, llm=llm, embedder=embedder)
+            serve_mcp_stdio(db, llm=spec, embedder=embedder)
         else:
-            serve_http(db, host, port, token, llm=llm, allow_write=allow_write, embedder=embedder)
+            serve_http(db, host, port, token, llm=spec, allow_write=allow_write, embedder=embedder)
 
 
 @app.command()

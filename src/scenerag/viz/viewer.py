@@ -9,6 +9,7 @@ worker thread (one at a time); the store is only ever read.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -569,9 +570,9 @@ def run_viewer(
         raise ViewerError(f"refusing to serve the viewer on {host!r}: the viewer has no authentication")
     owned = not isinstance(db, CypherStore)
     if owned:
-        from scenerag.store import open_store
+        from scenerag.serve.share import open_store_or_shared
 
-        store = open_store(db, create=False)
+        store = open_store_or_shared(db, create=False)  # through `scenerag serve` if it holds the database
     else:
         store = db  # type: ignore[assignment]
     try:
@@ -601,7 +602,11 @@ def run_viewer(
     stop = threading.Event()
     try:
         print(f"scenerag viewer: {viewer.url}  ({graph.summary()}); Ctrl-C to stop", flush=True)
-        stop.wait()
+        from scenerag.serve.share import share_store
+
+        # other scenerag commands on this database go through the viewer while it holds it
+        with share_store(store, db) if owned else contextlib.nullcontext():  # type: ignore[arg-type]
+            stop.wait()
     except KeyboardInterrupt:
         pass
     finally:
