@@ -109,8 +109,9 @@ class CypherAgentConfig:
     max_tool_calls: int = 3
     #: candidate queries per round to vote over (1: greedy only)
     candidates: int = 3
-    #: "adaptive": sample the other candidates only when the greedy query does not hold up (agentic only:
-    #: feedforward is one reply); "always": every round decodes ``candidates`` replies and votes
+    #: "adaptive": in the first round, sample the other candidates only when the greedy query does not hold
+    #: up (agentic only: feedforward is one reply; corrections are one reply each); "always": every round
+    #: decodes ``candidates`` replies and votes
     vote: VotePolicy = "adaptive"
     temperature: float = 0.7
     #: decode local models under a grammar built from the live schema
@@ -546,7 +547,7 @@ class CypherAgent:
                 state, self._replies(state, first, grammar), question, answer_type, links, seen, flagged
             )
             adaptive = self.config.vote == "adaptive" and self.config.mode != "feedforward"
-            if k > 1 and adaptive and not any(o.ok for o in fresh):
+            if k > 1 and adaptive and round_ == 0 and not any(o.ok for o in fresh):
                 more = self._replies(state, min(k, 4) - 1, grammar, greedy=False)  # the prompt is cached
                 fresh += self._evaluate_replies(state, more, question, answer_type, links, seen, flagged)
             rounds.append(fresh)
@@ -555,6 +556,8 @@ class CypherAgent:
                 break
             if (
                 round_ == 0
+                and best is not None
+                and best.structural
                 and state.hints.get("allow_plan")
                 and self._answer_by_plan(state, question, answer_type)
             ):
@@ -689,7 +692,8 @@ class CypherAgent:
             if self._names_absent_value(ran or query):
                 outcome.grade = Grade.OK  # it asked for something the graph does not hold: a true "not found"
             elif doubts:
-                outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(doubts)
+                outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
+                outcome.structural = False
             elif yes_no:
                 outcome.grade = Grade.OK  # nothing matches "Are A and B connected?": no
             else:
@@ -717,38 +721,51 @@ class CypherAgent:
             return outcome
         doubts = self._doubts(ran or query, question, links, outcome.answer)
         if doubts:
-            outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(doubts)
+            outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
+            outcome.structural = any(kind in ("layer", "echo") for kind, _ in doubts)
         else:
             outcome.grade = Grade.OK
         return outcome
 
-    def _doubts(self, query: str, question: str, links: Sequence[Link], answer: str | None) -> list[str]:
-        """Why a query that ran may not answer ``question`` (empty when nothing speaks against it): it
-        ignores something the question names, filters on things the question never names, answers with
-        nodes of another layer than asked, or with the one node the question names."""
+    def _doubts(
+        self, query: str, question: str, links: Sequence[Link], answer: str | None
+    ) -> list[tuple[str, str]]:
+        """Why a query that ran may not answer ``question`` (empty when nothing speaks against it), each as
+        (kind, text for the model): it ignores something the question names (``unused``), filters on things
+        the question never names (``invented``), answers with nodes of another layer than asked (``layer``),
+        or with the one node the question names (``echo``)."""
         doubts = []
         unused = unused_links(query, links)
         if unused:
             doubts.append(
-                "The question mentions "
-                + "; ".join(link.describe() for link in unused)
-                + ", but the query does not use it."
+                (
+                    "unused",
+                    "The question mentions "
+                    + "; ".join(link.describe() for link in unused)
+                    + ", but the query does not use it.",
+                )
             )
         if not self._names_absent_value(query):
             invented = self._invented(query, links, question)
             if invented:
                 doubts.append(
-                    f"The question does not name {', '.join(invented)}: do not filter on "
-                    f"{'it' if len(invented) == 1 else 'them'}."
+                    (
+                        "invented",
+                        f"The question does not name {', '.join(invented)}: do not filter on "
+                        f"{'it' if len(invented) == 1 else 'them'}.",
+                    )
                 )
         wrong = self._wrong_layer(question, links, answer)
         if wrong:
-            doubts.append(wrong)
+            doubts.append(("layer", wrong))
         named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
         if answer is not None and len(named) == 1 and answer.strip("<>[] ") == named[0]:
             doubts.append(
-                f"It returned {named[0]}, the node the question names itself: return what the question asks "
-                f"about {named[0]}."
+                (
+                    "echo",
+                    f"It returned {named[0]}, the node the question names itself: return what the question "
+                    f"asks about {named[0]}.",
+                )
             )
         return doubts
 

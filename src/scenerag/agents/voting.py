@@ -49,6 +49,9 @@ class Outcome:
     grade: Grade = Grade.FAILED
     problem: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: the way it fails says the query's shape is wrong (an error, nothing matched, another layer or the
+    #: named node answered), not a filter too many or too few: a plan in steps may help
+    structural: bool = True
 
     @property
     def ok(self) -> bool:
