@@ -103,6 +103,13 @@ def bolt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
+def one_value(store: CypherStore, query: str) -> str:
+    """The single value ``query`` returns (asserts one row), as text."""
+    rows = store.query(query).rows
+    assert len(rows) == 1, rows
+    return str(next(iter(rows[0].values())))
+
+
 def symbols_of_class(graph: SceneGraph, cls: str, label: str = "Object") -> list[str]:
     """Sorted symbols of ``graph``'s ``label`` nodes of class ``cls``."""
     return sorted(n.symbol for n in graph.nodes(label) if n.class_name == cls)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import one_value as _one
 from conftest import scripted_agent
 from scenerag import SceneGraph
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, parse_plan, plan_problem
@@ -35,12 +36,6 @@ def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> 
     s.load(hydra_graph)
     yield s
     s.close()
-
-
-def _one(store: CypherStore, query: str) -> str:
-    rows = store.query(query).rows
-    assert len(rows) == 1, rows
-    return str(next(iter(rows[0].values())))
 
 
 # -- votes -------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import one_value as _one
 from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import format_rows
@@ -45,12 +46,6 @@ def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> 
     s.load(hydra_graph)
     yield s
     s.close()
-
-
-def _one(store: CypherStore, query: str) -> str:
-    rows = store.query(query).rows
-    assert len(rows) == 1, rows
-    return str(next(iter(rows[0].values())))
 
 
 # -- the pipeline --------------------------------------------------------------------------------------
@@ -422,5 +417,3 @@ def test_a_short_bound_on_a_shortest_path_is_raised(store: CypherStore) -> None:
     assert store.query(query).rows == []  # the route is 11 hops
     fixed, notes = widen_shortest_paths(query)
     assert notes and _one(store, fixed) == "11"
-
-

@@ -701,14 +701,7 @@ class CypherAgent:
                 outcome.problem = self._empty_diagnosis(ran or query, links)
             return outcome
         mismatch = shape_mismatch(result, answer_type)
-        outcome.answer = format_rows(
-            result.columns,
-            result.rows,
-            query=ran or query,
-            question=question,
-            answer_type=answer_type,
-            words=self.words,
-        )
+        outcome.answer = self._format(result, ran or query, question, answer_type)
         if mismatch:
             outcome.grade, outcome.problem = Grade.EMPTY, mismatch
             return outcome
@@ -726,6 +719,17 @@ class CypherAgent:
         else:
             outcome.grade = Grade.OK
         return outcome
+
+    def _format(self, result: QueryResult, query: str, question: str, answer_type: str | None) -> str | None:
+        """The SLDP answer the rows of ``query`` give (None when their shape says nothing)."""
+        return format_rows(
+            result.columns,
+            result.rows,
+            query=query,
+            question=question,
+            answer_type=answer_type,
+            words=self.words,
+        )
 
     def _doubts(
         self, query: str, question: str, links: Sequence[Link], answer: str | None
@@ -966,14 +970,7 @@ class CypherAgent:
             result, _, ran = self._execute(state, query)
             if result is None or not result.rows or shape_mismatch(result, answer_type):
                 continue
-            answer = format_rows(
-                result.columns,
-                result.rows,
-                query=ran or query,
-                question=question,
-                answer_type=answer_type,
-                words=self.words,
-            )
+            answer = self._format(result, ran or query, question, answer_type)
             if answer is not None:
                 state.result.context["from_example"] = example.question
                 self._accept(state, answer)
