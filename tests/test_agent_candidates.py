@@ -18,6 +18,7 @@ from scenerag.agents.query_repair import (
     choice_column_only,
     inline_patterns,
     merge_union_by_symbol,
+    split_subquery_alternatives,
 )
 from scenerag.agents.voting import Grade, Outcome, normal_answer, vote
 from scenerag.agents.words import WordsError, load_words
@@ -204,3 +205,19 @@ def test_a_pattern_written_as_an_argument_is_matched_first(store: CypherStore) -
     assert _one(store, fixed) == nearest_box_room
     bound = "MATCH (s:Object {nodeSymbol: 'O264'}) RETURN point.distance((s:Object).center, s.center)"
     assert inline_patterns(bound) == (bound, [])  # s has a pattern of its own: left to the check
+
+
+def test_alternatives_inside_one_subquery_become_one_subquery_each(store: CypherStore) -> None:
+    written = (
+        "MATCH (r:Room {class: 'hallway'}) WHERE NOT EXISTS { MATCH (r)-[:CONTAINS*]->(:Object {class: 'bed'}) "
+        "OR MATCH (r)-[:CONTAINS*]->(:Object {class: 'bag'}) } RETURN r.nodeSymbol AS s"
+    )
+    fixed, notes = split_subquery_alternatives(written)
+    assert notes and "NOT (EXISTS {" in fixed and "} OR EXISTS {" in fixed
+    expected = store.query(
+        "MATCH (r:Room {class: 'hallway'}) WHERE NOT EXISTS { MATCH (r)-[:CONTAINS*]->(o:Object) "
+        "WHERE o.class IN ['bed', 'bag'] } RETURN r.nodeSymbol AS s"
+    ).rows
+    assert sorted(r["s"] for r in store.query(fixed).rows) == sorted(r["s"] for r in expected)
+    single = "MATCH (r:Room) WHERE EXISTS { MATCH (r)-[:CONTAINS*]->(:Object) } RETURN r"
+    assert split_subquery_alternatives(single) == (single, [])

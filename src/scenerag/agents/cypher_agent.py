@@ -63,6 +63,7 @@ from scenerag.agents.query_repair import (
     repair_query,
     repair_symbol_layers,
     return_the_neighbour,
+    split_subquery_alternatives,
     split_subquery_arithmetic,
     symbols_as_nodes,
     ternary_to_case,
@@ -425,6 +426,19 @@ class CypherAgent:
         earlier.append(state.finish())
         return plan
 
+    def _dropped_by_plan(self, plan: Plan, question: str) -> list[str]:
+        """What the question names that no step of ``plan`` names any more (by the linker: a mention, one of
+        its word forms, the value or a member symbol): a plan that loses an entity answers another question."""
+        said = " ".join(plan.steps).lower()
+        words = set(re.findall(r"[a-z0-9_]+", said))
+        dropped = []
+        for link in self.linker().link(question):
+            forms = {f for m in link.mentions for f in word_forms(m.lower())} | {link.value.lower()}
+            forms |= {s.lower() for s in link.symbols}
+            if not any((f in words) or (" " in f and f in said) for f in forms):
+                dropped.append(link.mention)
+        return dropped
+
     def _run_planned(
         self, question: str, answer_type: str | None, earlier: list[AgentResult]
     ) -> AgentResult | None:
@@ -433,6 +447,8 @@ class CypherAgent:
         plan = self._plan(question, earlier)
         if plan is None or plan.single or plan_problem(plan, question) is not None:
             return None
+        if self.config.link_entities and self._dropped_by_plan(plan, question):
+            return None
         answers: list[list[str]] = []
         steps: list[dict[str, Any]] = []
         result: AgentResult | None = None
@@ -440,7 +456,7 @@ class CypherAgent:
             text = self.planner().fill(step, answers)
             last = i == len(plan.steps) - 1
             result = self._run_once(
-                text, task="qa", answer_type=answer_type if last else "set", allow_plan=False
+                text, task="qa", answer_type=answer_type if last else "set", allow_plan=False, insist=False
             )
             steps.append({"question": text, "answer": result.answer})
             if last:
@@ -458,7 +474,13 @@ class CypherAgent:
         return result
 
     def _run_once(
-        self, question: str, *, task: Task = "qa", answer_type: str | None = None, allow_plan: bool = False
+        self,
+        question: str,
+        *,
+        task: Task = "qa",
+        answer_type: str | None = None,
+        allow_plan: bool = False,
+        insist: bool = True,
     ) -> AgentResult:
         """One question answered in one go: link, retrieve, generate, check, run, vote, format (QA may turn to
         a plan after its first round, ``allow_plan``)."""
@@ -467,6 +489,7 @@ class CypherAgent:
         state.hints["allow_plan"] = (
             allow_plan and task == "qa" and self.config.plan and self.config.mode != "feedforward"
         )
+        state.hints["insist"] = insist  # a query written again after a doubt is taken (not in plan steps)
         timings: dict[str, float] = {}
         state.result.context["timings_s"] = timings
         try:
@@ -579,7 +602,7 @@ class CypherAgent:
             for o in outcomes
         ]
         state.result.context["grade"] = best.grade.name.lower() if best is not None else "failed"
-        if best is not None and best.grade >= Grade.EMPTY:
+        if best is not None and best.grade >= Grade.DOUBTFUL:
             if best.answer is None and best.result is not None:
                 best.answer = self._answer_from_rows(
                     state, question, best.ran or best.cypher, best.result, answer_type
@@ -651,7 +674,11 @@ class CypherAgent:
                 outcome = self._evaluate(state, reply, draft.cypher, question, answer_type, links)
                 if key:
                     seen[key] = outcome
-            if key in flagged and outcome.grade in (Grade.EMPTY, Grade.DOUBTFUL):
+            if (
+                key in flagged
+                and outcome.grade in (Grade.EMPTY, Grade.DOUBTFUL)
+                and state.hints.get("insist", True)
+            ):
                 outcome.grade, outcome.problem = Grade.OK, None
                 outcome.notes.append(
                     "kept: the model wrote the same query again after being told why it was doubted"
@@ -703,7 +730,7 @@ class CypherAgent:
         mismatch = shape_mismatch(result, answer_type)
         outcome.answer = self._format(result, ran or query, question, answer_type)
         if mismatch:
-            outcome.grade, outcome.problem = Grade.EMPTY, mismatch
+            outcome.grade, outcome.problem = Grade.DOUBTFUL, mismatch  # never the asked kind: structural
             return outcome
         if _counted_nothing(result, ran or query) and not self._names_absent_value(ran or query):
             # a count of 0 over values that exist is an empty match in disguise
@@ -739,7 +766,7 @@ class CypherAgent:
         the question never names (``invented``), answers with nodes of another layer than asked (``layer``),
         or with the one node the question names (``echo``)."""
         doubts = []
-        unused = unused_links(query, links)
+        unused = [link for link in unused_links(query, links) if not self._locates_named(link, query)]
         if unused:
             doubts.append(
                 (
@@ -773,6 +800,20 @@ class CypherAgent:
             )
         return doubts
 
+    def _locates_named(self, link: Link, query: str) -> bool:
+        """Whether ``link`` only says where a node the query names by symbol is ("P1396 in the lounge": the
+        lounge holds P1396): such a mention need not be in the query. Read off the graph, not the wording."""
+        outer = [link.value] if link.key == ont.SYMBOL_KEY else list(link.symbols)
+        named = [s for s in dict.fromkeys(re.findall(r"'([A-Za-z]{1,2}\d+)'", query)) if s not in outer]
+        if not outer or not named:
+            return False
+        rows = self.store.query(
+            f"MATCH (a)-[:{ont.CONTAINS}*]->(b) WHERE (a.{ont.SYMBOL_KEY} IN $outer AND b.{ont.SYMBOL_KEY} IN "
+            f"$named) OR (a.{ont.SYMBOL_KEY} IN $named AND b.{ont.SYMBOL_KEY} IN $outer) RETURN count(*) AS n",
+            {"outer": outer, "named": named},
+        ).rows
+        return bool(rows and rows[0].get("n"))
+
     def _linked_values(self, cypher: str, links: Sequence[Link]) -> tuple[str, list[str]]:
         """``cypher`` with the question's words used as values (``{nodeSymbol: 'upstairs'}``) replaced by
         what they were linked to (see :func:`repair_mentions`)."""
@@ -798,6 +839,7 @@ class CypherAgent:
         if self.config.auto_repair:
             for repair in (
                 split_subquery_arithmetic,
+                split_subquery_alternatives,
                 merge_union_by_symbol,
                 ternary_to_case,
                 inline_patterns,

@@ -656,6 +656,14 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             )
     if P and roles.place_link:
         pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
+        p1 = _pick(v.places, -1, "P2")
+        ex.append(
+            (
+                f"How many hops is the shortest route from {P} {p0} to {P} {p1}?",
+                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}}), (b:{P} {{nodeSymbol: '{p1}'}}) "
+                f"MATCH s = shortestPath((a)-[:{pl}*..200]-(b)) RETURN length(s)",
+            )
+        )
         ex.append(
             (  # reachability: a breadth-first shortest path per node, none found = unreachable
                 f"Which {P} nodes can the robot not reach from {p0} along the {P} links?",

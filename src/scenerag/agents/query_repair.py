@@ -913,3 +913,36 @@ def inline_patterns(query: str) -> tuple[str, list[str]]:
         fixed = fixed[: match.end()] + pattern + ", " + fixed[match.end() :]
         notes.append(f"the pattern {pattern} inside point.distance() is matched first; its center is used")
     return fixed, notes
+
+
+_SUBQUERY_START = re.compile(r"\b(?P<kw>EXISTS|COUNT)\s*\{", re.I)
+
+
+def split_subquery_alternatives(query: str) -> tuple[str, list[str]]:
+    """``EXISTS { MATCH a OR MATCH b }`` (not Cypher: a subquery holds one query) becomes ``(EXISTS { MATCH a }
+    OR EXISTS { MATCH b })``; the same with AND. ``(query, notes)``; unchanged when there is none."""
+    out, notes, pos = [], [], 0
+    for m in _SUBQUERY_START.finditer(query):
+        if m.start() < pos:
+            continue
+        depth, end = 0, None
+        for i in range(m.end() - 1, len(query)):
+            depth += {"{": 1, "}": -1}.get(query[i], 0)
+            if depth == 0:
+                end = i
+                break
+        if end is None:
+            break
+        body = query[m.end() : end]
+        parts = re.split(r"\s+(OR|AND)\s+(?=MATCH\b)", body, flags=re.I)
+        if len(parts) < 3 or m.group("kw").upper() != "EXISTS":
+            continue
+        pieces = [f"EXISTS {{ {p.strip()} }}" for p in parts[0::2]]
+        ops = [op.upper() for op in parts[1::2]]
+        joined = pieces[0] + "".join(f" {op} {piece}" for op, piece in zip(ops, pieces[1:], strict=True))
+        out.append(query[pos : m.start()] + f"({joined})")
+        pos = end + 1
+        notes.append("a subquery holds one query: its alternatives became one EXISTS each")
+    if not notes:
+        return query, []
+    return "".join(out) + query[pos:], notes

@@ -5,10 +5,13 @@ A grade says how far a candidate's execution can be trusted, from evidence that 
 question's wording:
 
 * ``FAILED`` (0): no query, a query the static check rejects, or one the database refuses;
-* ``EMPTY`` (1): no rows although every value it names exists (the pattern is probably wrong), or rows of
-  the wrong kind for the answer type (numbers where nodes are asked for);
-* ``DOUBTFUL`` (2): it runs, but ignores something the question names, filters on something it never
-  names, answers with nodes of another layer than the one asked for, or repeats the one node named;
+* ``DOUBTFUL`` (1): it runs, but ignores something the question names, filters on something it never
+  names, answers with nodes of another layer than the one asked for or with the one node named, or gives
+  rows of the wrong kind for the answer type (numbers where nodes are asked for);
+* ``EMPTY`` (2): it uses what the question names and nothing else, and matches nothing (no rows, or a
+  count of 0, although every value it names exists) — a wrong pattern, or a true "none": it outranks a
+  doubtful answer (asked "any boxes in R2?", a query for the boxes of every hallway is no better for
+  returning one);
 * ``OK`` (3).
 
 :func:`vote` keeps the candidates of the best grade and returns the answer most of them give (ties: the
@@ -29,8 +32,8 @@ __all__ = ["Grade", "Outcome", "normal_answer", "vote"]
 
 class Grade(IntEnum):
     FAILED = 0
-    EMPTY = 1
-    DOUBTFUL = 2
+    DOUBTFUL = 1
+    EMPTY = 2
     OK = 3
 
 
