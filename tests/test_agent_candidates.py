@@ -221,3 +221,12 @@ def test_alternatives_inside_one_subquery_become_one_subquery_each(store: Cypher
     assert sorted(r["s"] for r in store.query(fixed).rows) == sorted(r["s"] for r in expected)
     single = "MATCH (r:Room) WHERE EXISTS { MATCH (r)-[:CONTAINS*]->(:Object) } RETURN r"
     assert split_subquery_alternatives(single) == (single, [])
+
+
+def test_a_spent_time_budget_starts_no_new_round(store: CypherStore) -> None:
+    broken = "MATCH (o:Object RETURN count(o)"
+    agent, model = scripted_agent(store, [broken, "MATCH (o:Object) RETURN count(o)"], time_budget_s=0.0)
+    result = agent.run("How many objects are there?", answer_type="number")
+    assert len(model.calls) == 1 and result.context["out_of_time"]  # no correction (an example may answer)
+    agent, model = scripted_agent(store, [broken, "MATCH (o:Object) RETURN count(o)"])
+    assert agent.run("How many objects are there?", answer_type="number").answer == "65"

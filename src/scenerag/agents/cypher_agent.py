@@ -137,6 +137,9 @@ class CypherAgentConfig:
     max_reply_tokens: int = 200
     #: repair forms that cannot run (classes as labels, wrong case, missing containment hops) before running
     auto_repair: bool = True
+    #: wall-clock seconds after which a question starts no new round, plan or sample (the best answer so far
+    #: is given); None: no limit. It bounds the slowest questions; on a slower machine it cuts in sooner
+    time_budget_s: float | None = 20.0
 
     @property
     def name(self) -> str:
@@ -244,6 +247,7 @@ class CypherAgent:
         self._phrase_state: RunState | None = None
         self._labels_of_symbols: dict[str, str] = {}  # node labels never change: looked up once per symbol
         self._strings: tuple[frozenset[str], bool] | None = None
+        self._deadline: float | None = None
         self._system: dict[str, str] = {}
 
     @property
@@ -397,11 +401,25 @@ class CypherAgent:
         the question, and a plan of several steps is answered step by step (its answer is taken when its last
         step holds up; otherwise the one-query attempt goes on with corrections)."""
         start = time.perf_counter()
-        result = self._run_once(question, task=task, answer_type=answer_type, allow_plan=True)
+        outermost = self._deadline is None
+        if outermost and self.config.time_budget_s is not None:
+            self._deadline = start + self.config.time_budget_s
+        try:
+            result = self._run_once(question, task=task, answer_type=answer_type, allow_plan=True)
+        finally:
+            if outermost:
+                self._deadline = None
         result.question = question
         result.wall_s = time.perf_counter() - start
         self.progress.stage("answer")
         return result
+
+    def _out_of_time(self, state: RunState) -> bool:
+        """Whether the question's time budget is spent (then no new round, plan or sample starts)."""
+        late = self._deadline is not None and time.perf_counter() > self._deadline
+        if late:
+            state.result.context["out_of_time"] = True
+        return late
 
     def _plan(self, question: str, earlier: list[AgentResult]) -> Plan | None:
         """The model's plan for ``question`` (one call, grammar-constrained where the model can follow it)."""
@@ -570,7 +588,13 @@ class CypherAgent:
                 state, self._replies(state, first, grammar), question, answer_type, links, seen, flagged
             )
             adaptive = self.config.vote == "adaptive" and self.config.mode != "feedforward"
-            if k > 1 and adaptive and round_ == 0 and not any(o.ok for o in fresh):
+            if (
+                k > 1
+                and adaptive
+                and round_ == 0
+                and not any(o.ok for o in fresh)
+                and not self._out_of_time(state)
+            ):
                 more = self._replies(state, min(k, 4) - 1, grammar, greedy=False)  # the prompt is cached
                 fresh += self._evaluate_replies(state, more, question, answer_type, links, seen, flagged)
             rounds.append(fresh)
@@ -582,11 +606,12 @@ class CypherAgent:
                 and best is not None
                 and best.structural
                 and state.hints.get("allow_plan")
+                and not self._out_of_time(state)
                 and self._answer_by_plan(state, question, answer_type)
             ):
                 return
             latest = vote(fresh)  # the correction is about what the model wrote last
-            if latest is None or round_ + 1 >= self._rounds():
+            if latest is None or round_ + 1 >= self._rounds() or self._out_of_time(state):
                 break
             flagged |= {_normalized(o.cypher) for o in fresh if o.grade in (Grade.EMPTY, Grade.DOUBTFUL)}
             state.messages.append(Message.assistant(latest.reply.strip()))
@@ -1178,7 +1203,7 @@ class CypherAgent:
 
     def _retry(self, state: RunState, attempt: int, feedback: str, what: str = "query") -> bool:
         """Send ``feedback`` back when another attempt is allowed; False when the budget is spent."""
-        if attempt + 1 >= self._rounds():
+        if attempt + 1 >= self._rounds() or self._out_of_time(state):
             return False
         state.messages.append(Message.user(f"{feedback}\nWrite a corrected {what}."))
         return True
