@@ -14,9 +14,12 @@ from conftest import scripted_agent
 from scenerag import SceneGraph
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
+    bind_path_variable,
     center_arguments,
     choice_column_only,
+    drop_idle_with,
     inline_patterns,
+    measure_the_counted_node,
     merge_union_by_symbol,
     split_subquery_alternatives,
 )
@@ -230,3 +233,33 @@ def test_a_spent_time_budget_starts_no_new_round(store: CypherStore) -> None:
     assert len(model.calls) == 1 and result.context["out_of_time"]  # no correction (an example may answer)
     agent, model = scripted_agent(store, [broken, "MATCH (o:Object) RETURN count(o)"])
     assert agent.run("How many objects are there?", answer_type="number").answer == "65"
+
+
+def test_forms_that_break_a_query_the_model_meant(store: CypherStore) -> None:
+    # a path's length asked of a path never bound: the shortest path of the one variable-length pattern
+    fixed, notes = bind_path_variable(
+        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'})-[:MESH_PLACE_CONNECTED*..200]-(b:MeshPlace "
+        "{nodeSymbol: 'P6219'}) RETURN length(s)"
+    )
+    assert notes and "MATCH s = shortestPath((a:MeshPlace" in fixed
+    assert _one(store, fixed) == _one(
+        store,
+        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'}), (b:MeshPlace {nodeSymbol: 'P6219'}) "
+        "MATCH s = shortestPath((a)-[:MESH_PLACE_CONNECTED*..200]-(b)) RETURN length(s)",
+    )
+    bound = "MATCH s = shortestPath((a:MeshPlace)-[:MESH_PLACE_CONNECTED*..9]-(b:MeshPlace)) RETURN length(s)"
+    assert bind_path_variable(bound) == (bound, [])
+    # a node measured against itself where another node is the one counted
+    fixed, notes = measure_the_counted_node(
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object) WHERE point.distance(r.center, r.center) < 2 "
+        "RETURN count(DISTINCT o)"
+    )
+    assert notes and "point.distance(o.center, r.center) < 2" in fixed and int(_one(store, fixed)) > 0
+    # a WITH computing nothing used later that drops a variable used later
+    fixed, notes = drop_idle_with(
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n "
+        "WHERE EXISTS { MATCH (p)-[:CONTAINS]->(:Object {class: 'seating'}) } RETURN count(DISTINCT p)"
+    )
+    assert notes and "WITH" not in fixed and int(_one(store, fixed)) > 0
+    used = "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n RETURN r.nodeSymbol, n"
+    assert drop_idle_with(used) == (used, [])

@@ -47,15 +47,18 @@ from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question, word_forms
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
+    bind_path_variable,
     carry_dropped_variables,
     center_arguments,
     choice_column_only,
     count_grouped_by_itself,
     drop_idle_sibling,
+    drop_idle_with,
     drop_return_trip,
     extreme_in_with,
     holder_classes,
     inline_patterns,
+    measure_the_counted_node,
     merge_union_by_symbol,
     others_for_self_distance,
     repair_mentions,
@@ -868,6 +871,8 @@ class CypherAgent:
                 merge_union_by_symbol,
                 ternary_to_case,
                 inline_patterns,
+                bind_path_variable,
+                drop_idle_with,
             ):
                 query, more = repair(query)
                 notes += more
@@ -891,6 +896,7 @@ class CypherAgent:
                 drop_return_trip,
                 unpin_twice_named,
                 widen_shortest_paths,
+                measure_the_counted_node,
                 others_for_self_distance,
                 choice_column_only,
                 extreme_in_with,

@@ -946,3 +946,96 @@ def split_subquery_alternatives(query: str) -> tuple[str, list[str]]:
     if not notes:
         return query, []
     return "".join(out) + query[pos:], notes
+
+
+_PATH_FUNCTION = re.compile(r"\b(?:length|nodes|relationships)\s*\(\s*([A-Za-z_]\w*)\s*\)", re.I)
+_VAR_LENGTH_HOP = re.compile(
+    r"\(\s*[A-Za-z_]\w*[^()]*\)\s*<?-\[[^\]]*\*[^\]]*\]->?\s*\(\s*[A-Za-z_]\w*[^()]*\)"
+)
+
+
+def bind_path_variable(query: str) -> tuple[str, list[str]]:
+    """``MATCH (a ...)-[:T*..50]-(b ...) RETURN length(s)`` with ``s`` bound nowhere: the one
+    variable-length pattern is the path meant, and the length of a path between two nodes is its shortest:
+    ``MATCH s = shortestPath((a ...)-[:T*..50]-(b ...))``. ``(query, notes)``; unchanged when the variable is
+    bound or there is not exactly one such pattern."""
+    m = _PATH_FUNCTION.search(query)
+    if m is None:
+        return query, []
+    var = m.group(1)
+    elsewhere = _PATH_FUNCTION.sub(" ", query)
+    if re.search(
+        rf"\b{re.escape(var)}\s*=|\bAS\s+{re.escape(var)}\b|[(\[,]\s*{re.escape(var)}\s*[:)\]]",
+        elsewhere,
+        re.I,
+    ):
+        return query, []
+    hops = [
+        h for h in _VAR_LENGTH_HOP.finditer(query) if not re.search(r"shortestPath\s*\($", query[: h.start()])
+    ]
+    if len(hops) != 1:
+        return query, []
+    h = hops[0]
+    fixed = query[: h.start()] + f"{var} = shortestPath({h.group(0)})" + query[h.end() :]
+    return fixed, [
+        f"{var} was bound nowhere: it is the path of the one variable-length pattern (the shortest)"
+    ]
+
+
+_SELF_DISTANCE_ANY = re.compile(r"point\.distance\(\s*(?P<v>[A-Za-z_]\w*)\.center\s*,\s*(?P=v)\.center\s*\)")
+
+
+def measure_the_counted_node(query: str) -> tuple[str, list[str]]:
+    """``MATCH (r:Room {...})-[:CONTAINS*]->(o:Object) WHERE point.distance(r.center, r.center) < 2 RETURN
+    count(o)``: a node measured against itself (always 0) where one other node is what is counted or returned:
+    that node is measured from it (``point.distance(o.center, r.center)``). ``(query, notes)``; unchanged
+    otherwise (a node measured against itself with no other node is for :func:`others_for_self_distance`)."""
+    m = _SELF_DISTANCE_ANY.search(query)
+    ret = re.search(r"\bRETURN\b(?P<cols>.*?)(?=\bORDER\s+BY\b|\bLIMIT\b|$)", query, re.I | re.S)
+    if m is None or ret is None:
+        return query, []
+    v = m.group("v")
+    returned = {
+        x
+        for x in re.findall(r"(?<![.\w])([A-Za-z_]\w*)(?:\.\w+)?", ret.group("cols"))
+        if x != v and re.search(rf"\(\s*{re.escape(x)}\s*[:)]", query)
+    }
+    if len(returned) != 1:
+        return query, []
+    (other,) = returned
+    fixed = _SELF_DISTANCE_ANY.sub(f"point.distance({other}.center, {v}.center)", query, count=1)
+    return fixed, [
+        f"point.distance({v}.center, {v}.center) is always 0: measured {other}, which is counted, from {v}"
+    ]
+
+
+def drop_idle_with(query: str) -> tuple[str, list[str]]:
+    """A ``WITH a, count(p) AS n`` whose new names are never used and which drops a variable used after it
+    (``... WHERE EXISTS { MATCH (p)-->() } RETURN count(DISTINCT p)``: "p not defined"): the clause does
+    nothing but break the query, so it goes. ``(query, notes)``; unchanged otherwise."""
+    clauses = list(_CLAUSE_START.finditer(query))
+    for i, m in enumerate(clauses):
+        if m.group(1).upper() != "WITH":
+            continue
+        end = clauses[i + 1].start() if i + 1 < len(clauses) else len(query)
+        body = query[m.end() : end]
+        where = re.search(r"\bWHERE\b", body, re.I)
+        projection = body[: where.start()] if where else body
+        names = re.findall(r"\bAS\s+([A-Za-z_]\w*)", projection, re.I)
+        if not names or not re.search(r"\b(count|sum|avg|min|max|collect)\s*\(", projection, re.I):
+            continue
+        rest = (body[where.start() :] if where else "") + query[end:]
+        if any(re.search(rf"(?<![.\w]){n}\b", rest) for n in names):
+            continue
+        kept = {t.strip() for t in projection.split(",") if re.fullmatch(r"\s*[A-Za-z_]\w*\s*", t)}
+        before = query[: m.start()]
+        bound = set(re.findall(r"\(\s*([A-Za-z_]\w*)\s*[:){]", before))
+        dropped = [v for v in bound - kept if re.search(rf"(?<![.\w]){v}\b", rest)]
+        if not dropped:
+            continue
+        fixed = query[: m.start()] + (body[where.start() :] if where else "").lstrip() + query[end:]
+        fixed = re.sub(r"\s+", " ", fixed).strip()
+        return fixed, [
+            f"WITH {projection.strip()} computed nothing used later and dropped {', '.join(dropped)}: removed"
+        ]
+    return query, []
