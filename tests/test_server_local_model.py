@@ -55,7 +55,7 @@ def test_default_local_model_loads_in_the_background_and_answers_over_mcp(store:
             states.append(c.get("/health").json()["load"]["llm"]["state"])
         llm = c.get("/health").json()["load"]["llm"]
         assert llm["state"] == "ready", llm
-        assert llm["load_s"] > 0
+        assert llm["load_s"] >= 0  # ~0 when an earlier test of the session loaded the same model
         result = asyncio.run(_ask(srv.url + "/mcp", "How many rooms are there?"))
     assert result.is_error is False, result.content
     run = result.structured_content
