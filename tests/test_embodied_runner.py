@@ -60,16 +60,14 @@ def test_select_tasks() -> None:
         select_tasks(" , ")
 
 
-def fridge_opener(messages: list[Message]) -> dict[str, Any]:
-    """Pre-retrieval: the fridge; planner: search it, then open it; self-query: nothing new."""
+def fridge_opener(messages: list[Message]) -> dict[str, Any] | str:
+    """Pre-retrieval: the fridge; planner: search it, then open it (text replies)."""
     system, user = messages[0].content, messages[-1].content
     if system.startswith("You prepare the memory"):
         return {"entities": [{"name": "fridge", "attributes": ["isOpen"]}]}
-    if system.startswith("You turn the latest thought"):
-        return {"queries": []}
     if "Found Fridge_1" in user:
-        return {"thought": "open it", "action": "open", "argument": "Fridge_1"}
-    return {"thought": "find the fridge", "action": "search", "argument": "Fridge"}
+        return "Thought: open it\nObjects: fridge\nAction: open(Fridge_1)"
+    return "Thought: find the fridge\nObjects: fridge\nAction: search(Fridge)"
 
 
 def test_benchmark_runs_every_agent_and_summarises() -> None:
@@ -95,8 +93,16 @@ def test_benchmark_runs_every_agent_and_summarises() -> None:
     assert by_key[("embodiedrag-strict", 0)].recall_after_feedback == 1.0
     assert by_key[("react", 0)].recall_first is None and by_key[("react", 0)].success_hard is None
     assert by_key[("react", 0)].success_easy == 1.0
+    assert all(r.mean_steps == 2 and r.end_causes == {"success": 1} for r in rows)
+    assert (
+        by_key[("full-mem", 290)].planner_tokens_per_step
+        > 5 * by_key[("embodiedrag-strict", 290)].planner_tokens_per_step
+    )
     table = format_summary(rows)
-    assert table.count("\n") == 10 and "embodiedrag-feedback" in table
+    assert (
+        table.count("\n") == 20
+        and "embodiedrag-feedback d=290: episodes: success 1; failed steps: none" in table
+    )
     assert any("pre-retrieval easy_02: fridge" in line for line in lines)
     assert sum("easy_02 react step 1: search(Fridge) ok" in line for line in lines) == 2  # both settings
     dumped = json.loads(json.dumps(report.to_dict(trajectories=True), default=str))
@@ -153,9 +159,9 @@ def test_replay_counts_exactly_the_prompts_shown() -> None:
     seen: list[list[Message]] = []
 
     class Recording(ReplayDecider):
-        def decide(self, messages: list[Message], actions: Sequence[str]) -> Any:
+        def decide(self, messages: list[Message], menu: Any) -> Any:
             seen.append(messages)
-            return super().decide(messages, actions)
+            return super().decide(messages, menu)
 
     decider = Recording(
         [("search", {"query": "Fridge"}), ("open", {"object_id": "Fridge_1"})], estimate_tokens

@@ -35,6 +35,12 @@ class ActionResult:
     message: str
     observation: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def error(self) -> str | None:
+        """The failure's code (``out_of_reach``, ``receptacle_closed``, ...); None on success."""
+        value = self.observation.get("error")
+        return None if value is None else str(value)
+
 
 @dataclass
 class Outcome:
@@ -53,19 +59,27 @@ def fail(error: str, message: str) -> Outcome:
 
 @dataclass(frozen=True)
 class Parameter:
+    """One string argument: ``kind`` ``object`` (a discovered object's id) or ``text`` (free words);
+    ``requires``: the ``(attribute, value)`` pairs an object must show to be a sensible argument (its
+    affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``)."""
+
     name: str
     description: str
     required: bool = True
+    kind: str = "object"
+    requires: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
 class ActionSpec:
-    """A planner-callable action: ``handler(env, **arguments) -> Outcome``."""
+    """A planner-callable action: ``handler(env, **arguments) -> Outcome``; ``hand``: what the robot's hand
+    must hold for it (``any``, ``empty``, ``holding``)."""
 
     name: str
     description: str
     parameters: tuple[Parameter, ...]
     handler: Callable[..., Outcome]
+    hand: str = "any"
 
     def json_schema(self) -> dict[str, Any]:
         return {
@@ -90,11 +104,16 @@ _OBJECT = Parameter(
 )
 
 
+def _object(*requires: tuple[str, Any]) -> Parameter:
+    """The ``object_id`` parameter of an action that only makes sense on objects showing ``requires``."""
+    return Parameter(_OBJECT.name, _OBJECT.description, requires=tuple(requires))
+
+
 def _action(
-    name: str, description: str, *parameters: Parameter
+    name: str, description: str, *parameters: Parameter, hand: str = "any"
 ) -> Callable[[Callable[..., Outcome]], Callable[..., Outcome]]:
     def register(handler: Callable[..., Outcome]) -> Callable[..., Outcome]:
-        ACTIONS[name] = ActionSpec(name, description, parameters, handler)
+        ACTIONS[name] = ActionSpec(name, description, parameters, handler, hand)
         return handler
 
     return register
@@ -317,7 +336,7 @@ def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
     "moveto",
     "Navigate to the place in front of a discovered object (or of the receptacle holding it) and face it; "
     "objects must be within arm's reach before you can interact with them.",
-    _OBJECT,
+    _object(("isPickedUp", False)),
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
@@ -396,7 +415,7 @@ def match_object_types(query: str) -> list[str]:
     "search",
     "Look for an object by type (e.g. 'Egg') or by id: go to the nearest place where one is, and reveal it. "
     "If it is inside a closed receptacle, go there and name the receptacle to open.",
-    Parameter("query", "an object type such as 'Mug' or an object id such as 'Mug_2'"),
+    Parameter("query", "an object type such as 'Mug' or an object id such as 'Mug_2'", kind="text"),
 )
 def _search(env: HouseholdEnv, query: str) -> Outcome:
     world = env.world
@@ -466,7 +485,12 @@ def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outco
 
 
 # -- manipulation -----------------------------------------------------------------------------------------
-@_action("pickup", "Pick up a discovered, reachable, pickupable object; the hand must be empty.", _OBJECT)
+@_action(
+    "pickup",
+    "Pick up a discovered, reachable, pickupable object; the hand must be empty.",
+    _object(("pickupable", True), ("isPickedUp", False)),
+    hand="empty",
+)
 def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -490,7 +514,12 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
     "Put the held object on/in a discovered, reachable receptacle (counter, table, sink, fridge, drawer, "
     "cabinet, pan, plate, microwave, toaster, coffee machine, stove burner, garbage can...). Closed "
     "receptacles must be opened first; the object type must fit the receptacle.",
-    Parameter("receptacle_id", "id of the discovered receptacle, e.g. 'CounterTop_2'"),
+    Parameter(
+        "receptacle_id",
+        "id of the discovered receptacle, e.g. 'CounterTop_2'",
+        requires=(("receptacle", True),),
+    ),
+    hand="holding",
 )
 def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     world = env.world
@@ -535,7 +564,11 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     return Outcome(True, f"Placed {held} {_preposition(env, target)} {target}.")
 
 
-@_action("open", "Open an openable object (fridge, cabinet, drawer, microwave...) within reach.", _OBJECT)
+@_action(
+    "open",
+    "Open an openable object (fridge, cabinet, drawer, microwave...) within reach.",
+    _object(("openable", True), ("isOpen", False)),
+)
 def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -554,7 +587,9 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     return Outcome(True, f"Opened {target}.{note}{inside}")
 
 
-@_action("close", "Close an open openable object within reach.", _OBJECT)
+@_action(
+    "close", "Close an open openable object within reach.", _object(("openable", True), ("isOpen", True))
+)
 def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -589,13 +624,17 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
     "toggleon",
     "Switch on a toggleable object within reach (faucet, stove knob, microwave, toaster, "
     "coffee machine, light switch). Stove burners are switched by their StoveKnob.",
-    _OBJECT,
+    _object(("toggleable", True), ("isToggled", False)),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
     return _switch(env, object_id, True)
 
 
-@_action("toggleoff", "Switch off a toggleable object within reach.", _OBJECT)
+@_action(
+    "toggleoff",
+    "Switch off a toggleable object within reach.",
+    _object(("toggleable", True), ("isToggled", True)),
+)
 def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
     return _switch(env, object_id, False)
 
@@ -604,7 +643,8 @@ def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
     "slice",
     "Slice a sliceable object within reach (bread, tomato, lettuce, apple, potato); you must be "
     "holding a knife.",
-    _OBJECT,
+    _object(("sliceable", True), ("isSliced", False)),
+    hand="holding",
 )
 def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
     held = env.held
@@ -626,6 +666,7 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
     "fillheldobjectwithwater",
     "Fill the held container (cup, mug, bowl, pot, kettle, watering can) with "
     "water from a running faucet within reach.",
+    hand="holding",
 )
 def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -660,7 +701,8 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
     "pourwaterinto",
     "Pour the liquid of the held container into a reachable object: a plant (waters it), "
     "an empty container (fills it), or a sink / garbage can (empties the held container).",
-    _OBJECT,
+    _object(("isPickedUp", False)),
+    hand="holding",
 )
 def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
     world = env.world
