@@ -398,6 +398,17 @@ def test_a_failed_action_is_refused_until_something_changes() -> None:
     assert "4. open(Fridge_1) -> REFUSED: Refused without trying" in router.prompts[4][-1].content
 
 
+def test_a_call_that_changed_nothing_is_not_repeated() -> None:
+    router = Router(
+        [act("getvisibleobjects"), act("getvisibleobjects"), act("search", "Fridge"), act("open", "Fridge_1")]
+    )
+    result, model = run("embodiedrag-strict", router)
+    assert result.success and result.steps == 4 and result.refused_repeats == 1
+    assert not result.trajectory[0].graph_changed and result.trajectory[0].ok
+    assert "getvisibleobjects() at step 1 changed nothing" in result.trajectory[1].observation
+    assert "act-getvisibleobjects" not in (model.calls[2].grammar or "")
+
+
 def test_each_prompt_extends_the_previous_one_up_to_the_state_block() -> None:
     """History lines never change once written: step n+1's prompt starts with step n's prompt up to its
     "Robot:" line (so a local model evaluates only the new tokens), and the state comes last."""

@@ -106,8 +106,9 @@ class PlannerConfig:
     clipped); ``max_reply_tokens``: the reply budget; ``tool_interface``: ``text`` (a plain-text reply under
     the step's action grammar; models without grammars are validated) or ``native`` tool calls;
     ``stop_on_success``: end as soon as the task check passes; ``feedback_window``: steps a self-query
-    stays in effect; ``refuse_repeats``: an action that failed is refused (left out of the grammar, and
-    not sent to the environment) until something changes in the robot's scene graph.
+    stays in effect; ``refuse_repeats``: an action that failed, or worked but changed nothing in the
+    robot's scene graph, is refused (left out of the grammar, and not sent to the environment) until
+    something in that graph changes.
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -553,6 +554,10 @@ class EmbodiedPlanner:
                         record.observation = (
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
+                    elif record.ok and not record.graph_changed:  # worked but changed nothing: a repeat
+                        failures[key] = _Failure(  # would not either
+                            step, format_call(record.action, record.arguments), "", version
+                        )
                 finished = finished or (self.config.stop_on_success and task.check(env.world))
                 if self.kind.self_queries and retriever is not None and not finished:
                     started_query = time.perf_counter()
@@ -642,6 +647,11 @@ class EmbodiedPlanner:
 
 
 def _refusal(failure: _Failure) -> str:
+    if not failure.reason:
+        return (
+            f"Refused without trying: {failure.call} at step {failure.step + 1} changed nothing and nothing "
+            "has changed since. Choose a different action."
+        )
     return (
         f"Refused without trying: {failure.call} already failed at step {failure.step + 1} "
         f"({_clip(failure.reason, 160)}) and nothing has changed since. Choose a different action."
