@@ -100,7 +100,7 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
         planner=PlannerConfig(max_steps=args.max_steps),
         count_along=count_along,
     )
-    embedder = make_embedder("minilm", threads=1)
+    embedder = make_embedder(args.embedder, threads=1)
     log(
         f"model {planner_model.name}; agents {', '.join(a.value for a in config.agent_kinds())}; "
         f"tasks {', '.join(t.task_id for t in select_tasks(config.tasks))}; distractors {list(config.distractors)}"
@@ -202,6 +202,12 @@ def main(argv: list[str] | None = None) -> None:
         "retrieving agent run; 'none' for none)",
     )
     parser.add_argument("--merge", nargs="+", default=None, metavar="RECORD", help="join part records")
+    parser.add_argument(
+        "--embedder",
+        default="minilm-numpy",
+        help="entity embedder (default minilm-numpy: MiniLM's vectors without torch, whose OpenMP threads "
+        "would compete with llama.cpp's)",
+    )
     parser.add_argument("--tasks", default=None, help="all, easy, hard, easy:3, or ids (default: easy:2)")
     parser.add_argument("--distractors", default=None, help=f"comma-separated, from {DISTRACTOR_SETTINGS}")
     parser.add_argument("--style", default="l_shape", help="layout style, or 'cycle' for all five")

@@ -849,7 +849,7 @@ def run_embodied_bench(
     config: BenchmarkConfig,
     *,
     model_spec: str | None = None,
-    embedder_spec: str = "minilm",
+    embedder_spec: str = "minilm-numpy",
     progress: ProgressFn | None = None,
     on_episode: Callable[[EpisodeResult], None] | None = None,
 ) -> BenchmarkReport:
@@ -874,7 +874,7 @@ def run_replay_bench(
     pre_retrieval: str = "llm",
     style: str | None = "l_shape",
     seed: int = 0,
-    embedder_spec: str = "minilm",
+    embedder_spec: str = "minilm-numpy",
     progress: ProgressFn | None = None,
 ) -> ReplayReport:
     """``scenerag bench embodied --mode replay``: the model named by ``model_spec`` (its tokenizer counts
