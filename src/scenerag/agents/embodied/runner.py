@@ -81,8 +81,15 @@ class BenchmarkConfig:
     def agent_kinds(self) -> list[AgentKind]:
         return [parse_agent_kind(a) for a in self.agents]
 
-    def layout_for(self, index: int) -> str:
-        return self.style if self.style is not None else LAYOUT_STYLES[index % len(LAYOUT_STYLES)]
+    def layout_for(self, task: Task) -> str:
+        """The layout of ``task``'s kitchen: ``style``, or the styles cycled by the task's place in ``TASKS``
+        (so a task gets the same kitchen whichever tasks run beside it)."""
+        return self.style if self.style is not None else cycled_style(task)
+
+
+def cycled_style(task: Task) -> str:
+    """The layout style of ``task`` when the five styles are cycled over the 40 tasks."""
+    return LAYOUT_STYLES[TASKS.index(task) % len(LAYOUT_STYLES)]
 
 
 @dataclass
@@ -289,8 +296,8 @@ def run_benchmark(
     episodes: list[EpisodeResult] = []
     along = {parse_agent_kind(a) for a in config.count_along}
     counted: list[CountedAlong] = []
-    for index, task in enumerate(tasks):
-        style = config.layout_for(index)
+    for task in tasks:
+        style = config.layout_for(task)
         for n_distractors in config.distractors:
             for kind in kinds:
                 pre = None
@@ -737,7 +744,7 @@ def replay_benchmark(
     pre_retriever = PreRetriever(retrieval_model or model, HOUSEHOLD.attribute_names)
     window = getattr(model, "context_window", None)
     report = ReplayReport([], model.name, window, pre_retrieval)
-    for index, task in enumerate(select_tasks(tasks)):
+    for task in select_tasks(tasks):
         pre = (
             pre_retriever.run(task.instruction)
             if pre_retrieval == "llm"
@@ -747,7 +754,7 @@ def replay_benchmark(
         if progress is not None:
             names = ", ".join(e.name for e in pre.entities)
             progress(f"{task.task_id} pre-retrieval ({pre_retrieval}, {pre.seconds:.0f} s): {names}")
-        style_name = style if style is not None else LAYOUT_STYLES[index % len(LAYOUT_STYLES)]
+        style_name = style if style is not None else cycled_style(task)
         for n in distractors:
             results = measure_replayed_tokens(
                 model,
