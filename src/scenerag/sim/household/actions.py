@@ -282,8 +282,7 @@ def _go_to(env: HouseholdEnv, object_id: str) -> int:
 # -- exploration and perception --------------------------------------------------------------------
 @_action(
     "randomlyexplore",
-    "Move to a random location not visited yet and look all around; newly seen objects join the "
-    "discovered objects. Use it when the objects you need have not been discovered.",
+    "Go to a place not visited yet and look all around (discovers objects).",
 )
 def _randomlyexplore(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -317,7 +316,7 @@ def _summary(env: HouseholdEnv, object_id: str) -> dict[str, Any]:
 
 @_action(
     "getdiscoveredobjects",
-    "List every object discovered so far with its type, where it was last seen and its distance.",
+    "List every discovered object with its type, where it was last seen and its distance.",
 )
 def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered]
@@ -325,7 +324,7 @@ def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows})
 
 
-@_action("getvisibleobjects", "List the objects the agent sees right now, with their distance.")
+@_action("getvisibleobjects", "List the objects visible now, with their distance.")
 def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered if object_id in env.visible]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
@@ -334,8 +333,7 @@ def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "moveto",
-    "Navigate to the place in front of a discovered object (or of the receptacle holding it) and face it; "
-    "objects must be within arm's reach before you can interact with them.",
+    "Go next to a discovered object (or the receptacle holding it): objects must be within reach to act on.",
     _object(("isPickedUp", False)),
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -356,8 +354,7 @@ def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "inspect",
-    "Report every attribute of a discovered object (state as last seen, e.g. isOpen, isDirty, temperature, "
-    "fillLiquid) and where it is.",
+    "Show every attribute of a discovered object as last seen, and where it is.",
     _OBJECT,
 )
 def _inspect(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -413,8 +410,8 @@ def match_object_types(query: str) -> list[str]:
 
 @_action(
     "search",
-    "Look for an object by type (e.g. 'Egg') or by id: go to the nearest place where one is, and reveal it. "
-    "If it is inside a closed receptacle, go there and name the receptacle to open.",
+    "Find an object by type (e.g. Egg) or id: go to the nearest one and reveal it; if it is inside a closed "
+    "receptacle, go there and name the receptacle to open.",
     Parameter("query", "an object type such as 'Mug' or an object id such as 'Mug_2'", kind="text"),
 )
 def _search(env: HouseholdEnv, query: str) -> Outcome:
@@ -463,8 +460,7 @@ def _search(env: HouseholdEnv, query: str) -> Outcome:
 
 @_action(
     "adjustpositioning",
-    "Step to the best standing spot for the object you are working with (or the given one), face it, "
-    "and look all around to refresh what is visible and reachable.",
+    "Step to the best spot for the object you work with (or the given one) and look all around.",
     Parameter("object_id", _OBJECT.description, required=False),
 )
 def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outcome:
@@ -487,7 +483,7 @@ def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outco
 # -- manipulation -----------------------------------------------------------------------------------------
 @_action(
     "pickup",
-    "Pick up a discovered, reachable, pickupable object; the hand must be empty.",
+    "Pick up a reachable object; the hand must be empty.",
     _object(("pickupable", True), ("isPickedUp", False)),
     hand="empty",
 )
@@ -511,9 +507,8 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "placeon",
-    "Put the held object on/in a discovered, reachable receptacle (counter, table, sink, fridge, drawer, "
-    "cabinet, pan, plate, microwave, toaster, coffee machine, stove burner, garbage can...). Closed "
-    "receptacles must be opened first; the object type must fit the receptacle.",
+    "Put the held object in/on a reachable receptacle it fits (counter, table, sink, fridge, drawer, "
+    "cabinet, plate, pan, microwave, stove burner, garbage can...); open a closed one first.",
     Parameter(
         "receptacle_id",
         "id of the discovered receptacle, e.g. 'CounterTop_2'",
@@ -566,7 +561,7 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
 
 @_action(
     "open",
-    "Open an openable object (fridge, cabinet, drawer, microwave...) within reach.",
+    "Open a reachable fridge, cabinet, drawer, microwave...",
     _object(("openable", True), ("isOpen", False)),
 )
 def _open(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -587,9 +582,7 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     return Outcome(True, f"Opened {target}.{note}{inside}")
 
 
-@_action(
-    "close", "Close an open openable object within reach.", _object(("openable", True), ("isOpen", True))
-)
+@_action("close", "Close a reachable open object.", _object(("openable", True), ("isOpen", True)))
 def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -622,8 +615,8 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
 
 @_action(
     "toggleon",
-    "Switch on a toggleable object within reach (faucet, stove knob, microwave, toaster, "
-    "coffee machine, light switch). Stove burners are switched by their StoveKnob.",
+    "Switch on a reachable faucet, stove knob, microwave, toaster, coffee machine or light switch (a stove "
+    "burner is switched by its StoveKnob).",
     _object(("toggleable", True), ("isToggled", False)),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -632,7 +625,7 @@ def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "toggleoff",
-    "Switch off a toggleable object within reach.",
+    "Switch off a reachable object.",
     _object(("toggleable", True), ("isToggled", True)),
 )
 def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -641,8 +634,7 @@ def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "slice",
-    "Slice a sliceable object within reach (bread, tomato, lettuce, apple, potato); you must be "
-    "holding a knife.",
+    "Slice a reachable bread, tomato, lettuce, apple or potato while holding a knife.",
     _object(("sliceable", True), ("isSliced", False)),
     hand="holding",
 )
@@ -664,8 +656,7 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
 # -- liquids ------------------------------------------------------------------------------------------------
 @_action(
     "fillheldobjectwithwater",
-    "Fill the held container (cup, mug, bowl, pot, kettle, watering can) with "
-    "water from a running faucet within reach.",
+    "Fill the held container with water from a running faucet within reach.",
     hand="holding",
 )
 def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
@@ -699,8 +690,7 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "pourwaterinto",
-    "Pour the liquid of the held container into a reachable object: a plant (waters it), "
-    "an empty container (fills it), or a sink / garbage can (empties the held container).",
+    "Pour the held liquid into a reachable plant, empty container, or sink (to empty it).",
     _object(("isPickedUp", False)),
     hand="holding",
 )
