@@ -527,7 +527,17 @@ def test_planner_modules_import_nothing_from_the_simulator() -> None:
     import scenerag.agents.embodied as embodied
 
     root = Path(embodied.__file__).parent
-    for name in ("planner", "decisions", "subgraph", "environment", "pre_retrieval", "self_query", "records"):
+    modules = (
+        "planner",
+        "decisions",
+        "menu",
+        "subgraph",
+        "environment",
+        "pre_retrieval",
+        "self_query",
+        "records",
+    )
+    for name in modules:
         tree = ast.parse((root / f"{name}.py").read_text())
         imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
