@@ -29,7 +29,8 @@ no model call, to separate retrieval quality from the model's pre-retrieval). Pr
 the steps whose prompt exceeds the model's context window, the Full-Mem / strict ratio, and recall.
 
 Either mode writes its report and the run's conditions (mode, pre-retrieval, model, machine load) to
-``benchmarks/results/embodied_bench-<mode>.json`` (``--record PATH``; ``--out`` keeps its own full report).
+``benchmarks/results/embodied_bench-<mode>.json`` (``--record PATH``; ``--out`` keeps its own full report);
+finished episodes are appended as they end to a ``.episodes.jsonl`` beside ``--out`` (else the record).
 ``--merge PART ...`` joins the records of an episodes run made in parts (each part's command, commit and
 machine load are kept) into one record and prints the joint table.
 """
@@ -105,7 +106,8 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
         f"model {planner_model.name}; agents {', '.join(a.value for a in config.agent_kinds())}; "
         f"tasks {', '.join(t.task_id for t in select_tasks(config.tasks))}; distractors {list(config.distractors)}"
     )
-    partial = args.out.with_suffix(".episodes.jsonl") if args.out is not None else None
+    keep_next_to = args.out if args.out is not None else None if args.record == "-" else Path(args.record)
+    partial = keep_next_to.with_suffix(".episodes.jsonl") if keep_next_to is not None else None
     if partial is not None:
         partial.parent.mkdir(parents=True, exist_ok=True)
         partial.write_text("")

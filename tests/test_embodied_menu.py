@@ -49,13 +49,21 @@ def test_objects_are_offered_by_their_affordances() -> None:
     assert ids(empty, "open") == ("Fridge_1",) and ids(empty, "close") == ("Drawer_2",)
     assert ids(empty, "toggleon") == ("LightSwitch_1",) and ids(empty, "toggleoff") == ("Faucet_1",)
     assert ids(empty, "pickup") == ("Apple_1",)  # the held knife is not offered
-    assert "Knife_1" not in (ids(empty, "moveto") or ())
+    assert ids(empty, "moveto") == tuple(OBJECTS)  # any object, without affordances
+    assert empty.affordances() == {
+        "Fridge_1": ["open"],
+        "Drawer_2": ["close"],
+        "LightSwitch_1": ["toggleon"],
+        "Faucet_1": ["toggleoff"],
+        "Apple_1": ["pickup"],
+    }
     assert ids(empty, "search") is None  # free text
     # hand rules: nothing held -> no placeon/slice/fill; holding -> no pickup
     assert {"placeon", "slice", "fillheldobjectwithwater", "pourwaterinto"}.isdisjoint(empty.names)
     held = menu(holding=True)
     assert "pickup" not in held.names and ids(held, "placeon") == ("Fridge_1", "Drawer_2")
     assert ids(held, "slice") == ("Apple_1",)
+    assert held.affordances()["Fridge_1"] == ["placeon", "open"] and "Knife_1" not in held.affordances()
     assert "getdiscoveredobjects" not in empty.names and empty.names[-1] == "done"
 
 
@@ -91,7 +99,7 @@ def test_refused_calls_leave_the_grammar_and_the_parser_refuses_them() -> None:
     m = menu(refused=refused)
     assert m.action("open") is None  # its only object is refused
     assert "randomlyexplore" not in m.names
-    assert "open-arg0" not in m.grammar()
+    assert "open-arg0" not in m.grammar() and "Fridge_1" not in m.affordances()
     for reply, action in (
         ("Thought: t\nAction: open(Fridge_1)", "open"),
         ("Thought: t\nAction: search( Light )", "search"),
@@ -137,3 +145,54 @@ def test_menu_needs_known_actions() -> None:
         build_menu(HOUSEHOLD.actions, ["teleport"], {}, holding=False)
     with pytest.raises(EmbodiedConfigError, match="at least one action"):
         ActionMenu([]).grammar()
+
+
+def _matches(rules: dict[str, str], rule: str, text: str) -> bool:
+    """Whether ``text`` is a sentence of ``rule`` in the small GBNF subset ``_text_excluding`` writes:
+    alternatives of sequences of ``[class]``, ``[class]*``, ``""`` and rule names."""
+    import re
+
+    def ends(rule_name: str, start: int) -> set[int]:
+        out: set[int] = set()
+        for alternative in rules[rule_name].split(" | "):
+            positions = {start}
+            for token in re.findall(r'\[[^\]]*\]\*?|""|[a-z0-9-]+', alternative):
+                following: set[int] = set()
+                for pos in positions:
+                    if token == '""':
+                        following.add(pos)
+                    elif token.startswith("["):
+                        chars = token[1 : token.index("]")]
+                        if token.endswith("*"):
+                            end = pos
+                            following.add(end)
+                            while end < len(text) and text[end] in chars:
+                                end += 1
+                                following.add(end)
+                        elif pos < len(text) and text[pos] in chars:
+                            following.add(pos + 1)
+                    else:
+                        following |= ends(token, pos)
+                positions = following
+            out |= positions
+        return out
+
+    return len(text) in ends(rule, 0)
+
+
+def test_refused_words_are_left_out_of_the_free_text_grammar_in_any_spelling() -> None:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from scenerag.agents.embodied.menu import _text_excluding, normalize_text
+
+    m = menu(refused={("search", ("lightswitch",)): "no", ("search", ("egg",)): "no"})
+    text = m.grammar()
+    assert 'act-search ::= "search(" search-text0 ")"' in text
+    LlamaGrammar.from_string(text, verbose=False)
+    rules = _text_excluding("t", {"lightswitch", "egg"})
+    for refused in ("lightswitch", "Light switch", "light_switch ", "LIGHT-SWITCH", "egg", "Egg", "e g g"):
+        assert normalize_text(refused) in {"lightswitch", "egg"}
+        assert not _matches(rules, "t", refused), refused
+    for allowed in ("light", "light switch 2", "eggs", "Egg cup", "Fridge", "l", "e"):
+        assert _matches(rules, "t", allowed), allowed
+    assert not _matches(rules, "t", "") and not _matches(rules, "t", " egg")

@@ -127,12 +127,13 @@ def run(
 
 @dataclass
 class Shown:
-    """One object line of a planner prompt: ``id (class) where: attributes``."""
+    """One object line of a planner prompt: ``id (class) where: attributes; can: actions``."""
 
     id: str
     cls: str
     where: str
     attributes: dict[str, str]
+    can: list[str]
 
 
 LINE = re.compile(r"^(\S+) \(([^)]+)\)( (?:in \S+|at \S+|held))?(?:: (.*))?$")
@@ -147,9 +148,14 @@ def prompt_objects(messages: list[Message]) -> dict[str, Shown]:
         match = LINE.match(line)
         if match is None:
             continue
-        pairs = [p.split("=", 1) for p in (match.group(4) or "").split(", ") if "=" in p]
+        values, _, can = (match.group(4) or "").partition("can: ")
+        pairs = [p.split("=", 1) for p in values.rstrip("; ").split(", ") if "=" in p]
         out[match.group(1)] = Shown(
-            match.group(1), match.group(2), (match.group(3) or "").strip(), {k: v for k, v in pairs}
+            match.group(1),
+            match.group(2),
+            (match.group(3) or "").strip(),
+            {k: v for k, v in pairs},
+            can.split(", ") if can else [],
         )
     return out
 

@@ -87,6 +87,19 @@ class ActionMenu:
     def action(self, name: str) -> MenuAction | None:
         return next((a for a in self.actions if a.name == name), None)
 
+    def affordances(self) -> dict[str, list[str]]:
+        """Object id -> the actions on offer that take it for its affordances (an object parameter with
+        ``requires``), in menu order: what the robot can do to each object now."""
+        out: dict[str, list[str]] = {}
+        for item in self.actions:
+            for parameter, ids in item.forms():
+                if ids and parameter.requires:
+                    for object_id in ids:
+                        names = out.setdefault(object_id, [])
+                        if item.name not in names:
+                            names.append(item.name)
+        return out
+
     # -- the reply format ------------------------------------------------------------------------------------
     def format_lines(self) -> list[str]:
         """The reply format, as prompt lines."""
@@ -113,7 +126,15 @@ class ActionMenu:
             base = _rule_name(item.name)
             parts: list[str] = []
             for index, (parameter, ids) in enumerate(item.forms()):
-                if ids is None:
+                refused_texts = {
+                    values[index]
+                    for (name, values), _ in self.refused.items()
+                    if name == item.name and len(values) > index and ids is None
+                }
+                if ids is None and refused_texts:  # free words, except the refused ones (in any spelling)
+                    symbol = f"{base}-text{index}"
+                    rules.update(_text_excluding(symbol, refused_texts))
+                elif ids is None:
                     symbol = "text"
                 elif ids:
                     symbol = f"{base}-arg{index}"
@@ -148,10 +169,17 @@ class ActionMenu:
             [a.strip().strip("'\"`").strip() for a in match.group(2).split(",")] if match.group(2) else []
         )
         raw_args = [a for a in raw_args if a]
-        wanted = (name, tuple(" ".join(a.lower().split()) for a in raw_args))
+        spec = self.specs.get(name)
+        wanted = call_key(
+            name,
+            {p.name: a for p, a in zip(spec.parameters, raw_args, strict=False)} if spec else {},
+            spec,
+        )
         for (refused_name, values), message in self.refused.items():
-            if (refused_name, tuple(v.lower() for v in values)) == wanted:
-                spec = self.specs.get(name)
+            if (refused_name, tuple(v.lower() for v in values)) == (
+                wanted[0],
+                tuple(v.lower() for v in wanted[1]),
+            ):
                 arguments = (
                     {p.name: v for p, v in zip(spec.parameters, values, strict=False)}
                     if spec is not None
@@ -211,18 +239,65 @@ def _objects(text: str) -> list[str]:
     return out[:MAX_OBJECTS]
 
 
+def normalize_text(text: str) -> str:
+    """A text argument as calls are compared: lower-case letters and digits only (``Light switch``,
+    ``light_switch`` and ``LightSwitch`` are one call)."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
 def call_key(action: str, arguments: Mapping[str, str], spec: ActionSpec | None = None) -> CallKey:
     """The hashable key of a call; argument values in ``spec``'s parameter order (text arguments
-    lower-cased and squeezed, so ``search(Light)`` repeats ``search(light)``)."""
+    normalized by :func:`normalize_text`, so ``search(Light switch)`` repeats ``search(lightswitch)``)."""
     if spec is None:
         values = tuple(str(v) for v in arguments.values())
     else:
         values = tuple(
-            " ".join(arguments[p.name].lower().split()) if p.kind == "text" else arguments[p.name]
+            normalize_text(arguments[p.name]) if p.kind == "text" else arguments[p.name]
             for p in spec.parameters
             if p.name in arguments
         )
     return action, values
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_ALNUM = _LETTERS + _LETTERS.upper() + "0123456789"
+_SEPARATORS = " _-"
+
+
+def _char_class(chars: str) -> str:
+    """A GBNF character class of exactly ``chars`` (``-`` last so it is literal)."""
+    body = "".join(sorted(set(chars) - {"-"})) + ("-" if "-" in chars else "")
+    return f"[{body}]"
+
+
+def _text_excluding(name: str, refused: Iterable[str]) -> dict[str, str]:
+    """GBNF rules ``name ::= ...``: free words (a letter or digit first, then letters, digits, ``_``, ``-``,
+    spaces) whose :func:`normalize_text` form is none of ``refused`` (already normalized). A trie of the
+    refused words: at each node the reply may add a separator (ignored by the comparison), take a refused
+    word's next letter (either case), take any other letter or digit and continue freely, or stop where no
+    refused word ends."""
+    words = sorted({w for w in refused if w})
+    tail = f"{name}-tail"
+    rules: dict[str, str] = {tail: f"{_char_class(_ALNUM + _SEPARATORS)}*"}
+    counter = iter(range(10**6))
+
+    def node(prefix: str, rule: str, root: bool) -> None:
+        children = sorted({w[len(prefix)] for w in words if w.startswith(prefix) and len(w) > len(prefix)})
+        options: list[str] = []
+        if not root:
+            options.append(f"{_char_class(_SEPARATORS)} {rule}")
+        for char in children:
+            child = f"{name}-{next(counter)}"
+            node(prefix + char, child, False)
+            options.append(f"{_char_class(char + char.upper())} {child}")
+        others = "".join(c for c in _ALNUM if c.lower() not in children)
+        options.append(f"{_char_class(others)} {tail}")
+        if not root and prefix not in words:
+            options.append('""')
+        rules[rule] = " | ".join(options)
+
+    node("", name, True)
+    return rules
 
 
 DONE_SPEC = ActionSpec(DONE_ACTION, "the task is complete.")

@@ -147,8 +147,9 @@ For example:
 {example}"""
 
 GRAPH_FORMAT = (
-    'The scene graph has one line per object: "id (class) where: attributes", where is "in X" (inside or '
-    'on object X), "at P3" (it stands at place P3) or "held" (in your hand).'
+    'The scene graph has one line per object: "id (class) where: attributes; can: actions", where is "in X" '
+    '(inside or on object X), "at P3" (it stands at place P3) or "held" (in your hand), and "can" lists '
+    "what the object lets you do to it now."
 )
 CONTEXT_RULES: dict[AgentKind, str] = {
     AgentKind.REACT: (
@@ -230,10 +231,12 @@ def object_lines(
     *,
     always: Sequence[str] = (),
     all_attributes: bool = False,
+    affordances: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     """One line per object of ``shown`` (a subgraph of ``graph``, or ``graph`` itself): ``id (class) where:
-    attributes``. Where comes from ``graph`` (the whole discovered scene); the attributes are those
-    ``shown`` keeps (all of them with ``all_attributes``), after the ``always`` ones read from ``graph``."""
+    attributes; can: actions``. Where comes from ``graph`` (the whole discovered scene); the attributes are
+    those ``shown`` keeps (all of them with ``all_attributes``), after the ``always`` ones read from
+    ``graph``; ``affordances`` maps an object id to the actions the step's menu lets it take."""
     lines: list[str] = []
     for node in shown.nodes(ont.OBJECT):
         full = graph.node(node.symbol) if node.symbol in graph else node
@@ -243,6 +246,9 @@ def object_lines(
         where = _where(graph, full)
         text = ", ".join(f"{k}={_value_text(v)}" for k, v in values.items())
         head = f"{object_id(node)} ({node.class_name})" + (f" {where}" if where else "")
+        can = (affordances or {}).get(object_id(node))
+        if can:
+            text = f"{text}; can: {', '.join(can)}" if text else f"can: {', '.join(can)}"
         lines.append(f"{head}: {text}" if text else head)
     return lines
 
@@ -358,15 +364,19 @@ class EmbodiedPlanner:
             example="\n".join(example),
         )
 
-    def context_text(self, graph: SceneGraph, subgraph: RetrievedSubgraph | None) -> tuple[str, int]:
-        """The scene-graph part of the step prompt and the number of objects it shows."""
+    def context_text(
+        self, graph: SceneGraph, subgraph: RetrievedSubgraph | None, menu: ActionMenu | None = None
+    ) -> tuple[str, int]:
+        """The scene-graph part of the step prompt and the number of objects it shows; with the step's
+        ``menu``, each object line ends with the object-specific actions it allows now."""
         always = self.spec.shown_attributes
+        can = menu.affordances() if menu is not None else None
         if self.kind.full_graph_in_prompt:
-            lines = object_lines(graph, graph, all_attributes=True)
+            lines = object_lines(graph, graph, all_attributes=True, affordances=can)
             return "Scene graph (everything discovered so far):\n" + "\n".join(lines), len(lines)
         if subgraph is not None:
             discovered = sum(1 for _ in graph.nodes(ont.OBJECT))
-            lines = object_lines(subgraph.graph, graph, always=always)
+            lines = object_lines(subgraph.graph, graph, always=always, affordances=can)
             body = "\n".join(lines) if lines else "(none of the discovered objects is relevant yet)"
             return (
                 f"Scene graph (task-relevant part: {len(lines)} of {discovered} discovered objects):\n{body}",
@@ -495,13 +505,13 @@ class EmbodiedPlanner:
                     if step == 0:
                         result.required_retrieved_first = sorted(classes)
                         result.required_discovered_first = sorted(_object_classes(graph) & required)
-                context, context_nodes = self.context_text(graph, subgraph)
                 refused = (
                     {k: _refusal(f) for k, f in failures.items() if f.version == version}
                     if self.config.refuse_repeats
                     else {}
                 )
                 menu = self.menu(graph, subgraph, refused)
+                context, context_nodes = self.context_text(graph, subgraph, menu)
                 messages = self.step_messages(task, graph, context, result.trajectory, step)
                 try:
                     decision = self.decider.decide(messages, menu)

@@ -334,7 +334,7 @@ def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
 @_action(
     "moveto",
     "Go next to a discovered object (or the receptacle holding it): objects must be within reach to act on.",
-    _object(("isPickedUp", False)),
+    _OBJECT,
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
@@ -690,8 +690,8 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "pourwaterinto",
-    "Pour the held liquid into a reachable plant, empty container, or sink (to empty it).",
-    _object(("isPickedUp", False)),
+    "Pour the held liquid into a reachable plant or empty container.",
+    _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False)),
     hand="holding",
 )
 def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
