@@ -3,7 +3,8 @@
 The model's own chat template (GGUF metadata) formats the conversation, as llama-cpp's chat handler does;
 the system turn's KV state is saved once (memory + ``~/.cache/scenerag/kv``) and restored for every new
 conversation with that system prompt, so a call pays only for its own tokens and replies do not depend on
-earlier calls.
+earlier calls. With ``cache_reuse="longest"`` a call whose prompt shares more than the system turn with the
+cached tokens (an agent whose next prompt extends its last one) keeps them and evaluates only the rest.
 A ``response_schema`` is compiled to a llama.cpp grammar, so the reply is JSON of that schema by
 construction. Small local models do not emit native tool calls (``supports_tools=False``); when ``tools``
 are passed anyway they are emulated: the tools are described in the system prompt and the reply is
