@@ -10,6 +10,7 @@ import pytest
 
 from scenerag.agents.embodied import HOUSEHOLD, AgentKind, EmbodiedConfigError, allowed_actions
 from scenerag.agents.embodied.menu import ActionMenu, build_menu, call_key
+from scenerag.sim.household.catalog import CATALOG
 
 OBJECTS: dict[str, dict[str, Any]] = {
     "Fridge_1": {
@@ -57,7 +58,7 @@ def test_objects_are_offered_by_their_affordances() -> None:
         "Faucet_1": ["toggleoff"],
         "Apple_1": ["pickup"],
     }
-    assert ids(empty, "search") is None  # free text
+    assert ids(empty, "search") == tuple(sorted(CATALOG))  # object types: the search's vocabulary
     # hand rules: nothing held -> no placeon/slice/fill; holding -> no pickup
     assert {"placeon", "slice", "fillheldobjectwithwater", "pourwaterinto"}.isdisjoint(empty.names)
     held = menu(holding=True)
@@ -102,7 +103,7 @@ def test_refused_calls_leave_the_grammar_and_the_parser_refuses_them() -> None:
     assert "open-arg0" not in m.grammar() and "Fridge_1" not in m.affordances()
     for reply, action in (
         ("Thought: t\nAction: open(Fridge_1)", "open"),
-        ("Thought: t\nAction: search( Light )", "search"),
+        ("Thought: t\nAction: search( light )", "search"),
         ("Thought: t\nAction: randomlyexplore()", "randomlyexplore"),
     ):
         parsed = m.parse(reply)
@@ -185,10 +186,28 @@ def test_refused_words_are_left_out_of_the_free_text_grammar_in_any_spelling() -
 
     from scenerag.agents.embodied.menu import _text_excluding, normalize_text
 
-    m = menu(refused={("search", ("lightswitch",)): "no", ("search", ("egg",)): "no"})
+    from scenerag.agents.embodied import ActionParameter, ActionSpec
+
+    find = ActionSpec("find", "Find anything.", (ActionParameter("what", "words", kind="text"),))
+    free = build_menu([find], ["find", "done"], {}, holding=False)
+    assert 'act-find ::= "find(" text ")"' in free.grammar() and free.action("find").choices == (None,)
+    m = build_menu(
+        [find],
+        ["find", "done"],
+        {},
+        holding=False,
+        refused={("find", ("lightswitch",)): "no", ("find", ("egg",)): "no"},
+    )
     text = m.grammar()
-    assert 'act-search ::= "search(" search-text0 ")"' in text
+    assert 'act-find ::= "find(" find-text0 ")"' in text
     LlamaGrammar.from_string(text, verbose=False)
+    assert m.parse("Action: find(Light Switch)").refused and not m.parse("Action: find(light)").refused
+    # a vocabulary: the refused word leaves the enumeration
+    vocab = menu(refused={("search", ("lightswitch",)): "no"})
+    assert "LightSwitch" not in (ids(vocab, "search") or ()) and "Fridge" in (ids(vocab, "search") or ())
+    assert vocab.parse("Action: search(light switch)").refused
+    assert vocab.parse("Action: search(stove knob)").arguments == {"query": "StoveKnob"}
+    assert "search cannot take 'spaceship' now" in (vocab.parse("Action: search(spaceship)").error or "")
     rules = _text_excluding("t", {"lightswitch", "egg"})
     for refused in ("lightswitch", "Light switch", "light_switch ", "LIGHT-SWITCH", "egg", "Egg", "e g g"):
         assert normalize_text(refused) in {"lightswitch", "egg"}

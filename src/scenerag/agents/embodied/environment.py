@@ -43,7 +43,8 @@ class ActionParameter:
     ``kind``: ``object`` (the id of a discovered object) or ``text`` (free words, e.g. a search query).
     ``requires``: ``(attribute, value)`` pairs the named object must show in the robot's scene graph for
     the action to make sense (``("openable", True), ("isOpen", False)`` for ``open``): its affordances, used
-    to restrict what a planner may name.
+    to restrict what a planner may name. ``choices``: the words a ``text`` argument may take (e.g. the object
+    types a search knows; compared ignoring case, spaces and ``_``); empty: any words.
     """
 
     name: str
@@ -51,6 +52,7 @@ class ActionParameter:
     required: bool = True
     kind: ParameterKind = "object"
     requires: tuple[tuple[str, Any], ...] = ()
+    choices: tuple[str, ...] = ()
 
     def allows(self, attributes: Mapping[str, Any]) -> bool:
         """Whether an object with ``attributes`` satisfies ``requires`` (a missing attribute does not)."""

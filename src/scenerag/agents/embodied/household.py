@@ -32,6 +32,7 @@ def household_actions() -> tuple[ActionSpec, ...]:
                     p.required,
                     "text" if p.kind == "text" else "object",
                     p.requires,
+                    p.choices,
                 )
                 for p in spec.parameters
             ),

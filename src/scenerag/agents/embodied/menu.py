@@ -33,7 +33,8 @@ LISTED_IDS = 12  # ids named in an error message before "..."
 
 @dataclass(frozen=True)
 class MenuAction:
-    """One action on offer: its spec and, per parameter, the ids it may name (None: free text)."""
+    """One action on offer: its spec and, per parameter, the object ids (object parameters) or words (text
+    parameters with a vocabulary) it may take; None: free words."""
 
     spec: ActionSpec
     choices: tuple[tuple[str, ...] | None, ...] = ()
@@ -204,7 +205,10 @@ class ActionMenu:
             if ids is None:
                 arguments[parameter.name] = value[:MAX_TEXT_CHARS]
                 continue
-            canonical = {i.lower(): i for i in ids}.get(value.lower())
+            if parameter.kind == "text":
+                canonical = {normalize_text(i): i for i in ids}.get(normalize_text(value))
+            else:
+                canonical = {i.lower(): i for i in ids}.get(value.lower())
             if canonical is None:
                 shown = ", ".join(ids[:LISTED_IDS]) + (" ..." if len(ids) > LISTED_IDS else "")
                 return ParsedReply(
@@ -340,7 +344,15 @@ def build_menu(
         usable = True
         for parameter in spec.parameters:
             if parameter.kind == "text":
-                choices.append(None)
+                if not parameter.choices:
+                    choices.append(None)  # free words
+                    continue
+                words = parameter.choices
+                if len(spec.parameters) == 1:
+                    words = tuple(w for w in words if (name, (normalize_text(w),)) not in refused)
+                if not words and parameter.required:
+                    usable = False
+                choices.append(words)
                 continue
             ids = tuple(i for i, attributes in objects.items() if parameter.allows(attributes))
             if len(spec.parameters) == 1:

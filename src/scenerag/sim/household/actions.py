@@ -59,7 +59,8 @@ def fail(error: str, message: str) -> Outcome:
 
 @dataclass(frozen=True)
 class Parameter:
-    """One string argument: ``kind`` ``object`` (a discovered object's id) or ``text`` (free words);
+    """One string argument: ``kind`` ``object`` (a discovered object's id) or ``text`` (words; ``choices``
+    is their vocabulary for a planner's grammar, empty for any);
     ``requires``: the ``(attribute, value)`` pairs an object must show to be a sensible argument (its
     affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``)."""
 
@@ -68,6 +69,7 @@ class Parameter:
     required: bool = True
     kind: str = "object"
     requires: tuple[tuple[str, Any], ...] = ()
+    choices: tuple[str, ...] = ()  # the words a text argument may take (empty: any)
 
 
 @dataclass(frozen=True)
@@ -412,7 +414,12 @@ def match_object_types(query: str) -> list[str]:
     "search",
     "Find an object by type (e.g. Egg) or id: go to the nearest one and reveal it; if it is inside a closed "
     "receptacle, go there and name the receptacle to open.",
-    Parameter("query", "an object type such as 'Mug' or an object id such as 'Mug_2'", kind="text"),
+    Parameter(
+        "query",
+        "an object type such as 'Mug' or an object id such as 'Mug_2'",
+        kind="text",
+        choices=tuple(sorted(CATALOG)),
+    ),
 )
 def _search(env: HouseholdEnv, query: str) -> Outcome:
     world = env.world
