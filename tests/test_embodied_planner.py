@@ -415,6 +415,19 @@ def test_a_call_that_changed_nothing_is_not_repeated() -> None:
     assert "act-getvisibleobjects" not in (model.calls[2].grammar or "")
 
 
+def test_a_no_op_is_refused_again_when_the_robot_comes_back_to_the_same_situation() -> None:
+    """Oscillating between two searches changes the robot's place every step; the no-op search at the
+    fridge is still refused once the robot is back at the fridge with nothing else changed."""
+    calls = ["Fridge", "LightSwitch", "Fridge", "Fridge", "LightSwitch", "Fridge", "Fridge"]
+    router = Router([act("search", c) for c in calls])
+    result, _ = run("embodiedrag-strict", router, max_steps=len(calls))
+    outcomes = [(s.ok, s.refused) for s in result.trajectory]
+    assert outcomes[3] == (True, False) and not result.trajectory[3].graph_changed  # the first no-op
+    assert outcomes[:6] == [(True, False)] * 6  # back and forth: each move changes the situation
+    assert outcomes[6] == (False, True)  # back at the fridge as at step 4: refused
+    assert "search(Fridge) at step 4 changed nothing" in result.trajectory[6].observation
+
+
 def test_each_prompt_extends_the_previous_one_up_to_the_state_block() -> None:
     """History lines never change once written: step n+1's prompt starts with step n's prompt up to its
     "Robot:" line (so a local model evaluates only the new tokens), and the state comes last."""

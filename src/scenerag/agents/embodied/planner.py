@@ -9,8 +9,8 @@ its :class:`AgentKind` (none, the full graph, or the retrieved task subgraph), b
 may name by their affordances, and the calls refused as unchanged repeats of a failure), asks the decider
 for one thought + action (decoded under the menu's grammar where the model enforces one, validated
 otherwise), executes it in the environment and feeds the result (failures with their reason included)
-back through a history that only grows. A call that failed is refused, never sent to the environment,
-until the robot's scene graph changes. ``embodiedrag-feedback`` replies also name the objects their
+back through a history that only grows. A call that failed, or changed nothing, is refused (never sent
+to the environment) whenever the robot is in that same situation again. ``embodiedrag-feedback`` replies also name the objects their
 thought is about; those become the next step's self-query (no extra model call). The episode ends when
 ``task.check(world)`` holds (or the planner says ``done`` and it holds), at ``max_steps``, or on an
 unrecoverable model error; token usage is the provider's own count.
@@ -106,9 +106,9 @@ class PlannerConfig:
     clipped); ``max_reply_tokens``: the reply budget; ``tool_interface``: ``text`` (a plain-text reply under
     the step's action grammar; models without grammars are validated) or ``native`` tool calls;
     ``stop_on_success``: end as soon as the task check passes; ``feedback_window``: steps a self-query
-    stays in effect; ``refuse_repeats``: an action that failed, or worked but changed nothing in the
-    robot's scene graph, is refused (left out of the grammar, and not sent to the environment) until
-    something in that graph changes.
+    stays in effect; ``refuse_repeats``: an action that failed, or worked but changed nothing, is refused
+    (left out of the grammar, and not sent to the environment) whenever the robot is in that same
+    situation again (:func:`state_signature`: same objects and states, same place, same hand).
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -269,7 +269,28 @@ class _Failure:
     step: int
     call: str
     reason: str
-    version: int
+
+
+def state_signature(graph: SceneGraph, ignore: Iterable[str] = ()) -> int:
+    """A hash of what the robot knows that an action could change: every object's class and attributes
+    (``ignore``: the agent-relative ones, which change with every move), the edges touching objects or the
+    robot (containment, holding), and the robot's place. Two steps with the same signature are the same
+    situation, so a call that failed (or changed nothing) in one would do the same in the other."""
+    skip = frozenset(ignore)
+    objects = sorted(
+        (
+            n.symbol,
+            n.class_name,
+            tuple(sorted((k, repr(v)) for k, v in n.attributes.items() if k not in skip)),
+        )
+        for n in graph.nodes(ont.OBJECT)
+    )
+    kinds = {n.symbol: n.label for n in graph.nodes()}
+    edges = sorted(
+        e.key for e in graph.edges() if {kinds.get(e.source), kinds.get(e.target)} & {ont.OBJECT, ont.AGENT}
+    )
+    agents = sorted((a.symbol, repr(a.attributes.get("place"))) for a in graph.nodes(ont.AGENT))
+    return hash((tuple(objects), tuple(edges), tuple(agents)))
 
 
 class EmbodiedPlanner:
@@ -473,8 +494,8 @@ class EmbodiedPlanner:
         feedback_attributes: tuple[str, ...] = ()
         required = set(task.required_types)
         retrieved_ever: set[str] = set()
-        failures: dict[CallKey, _Failure] = {}
-        version = 0  # counts observations that changed the robot's scene graph
+        failures: dict[tuple[CallKey, int], _Failure] = {}  # by (call, state signature)
+        ignore = self.spec.agent_relative_attributes
         try:
             if self.kind.retrieves:
                 assert self.embedder is not None
@@ -505,8 +526,9 @@ class EmbodiedPlanner:
                     if step == 0:
                         result.required_retrieved_first = sorted(classes)
                         result.required_discovered_first = sorted(_object_classes(graph) & required)
+                state = state_signature(graph, ignore)
                 refused = (
-                    {k: _refusal(f) for k, f in failures.items() if f.version == version}
+                    {k: _refusal(f) for (k, sig), f in failures.items() if sig == state}
                     if self.config.refuse_repeats
                     else {}
                 )
@@ -550,13 +572,12 @@ class EmbodiedPlanner:
                 finished = self._act(env, task, decision, record, result)
                 executed = bool(record.action) and decision.error is None
                 if executed and not record.ok and record.action != FULL_GRAPH_ACTION:
-                    failures[key] = _Failure(
-                        step, format_call(record.action, record.arguments), record.observation, version
+                    failures[(key, state)] = _Failure(
+                        step, format_call(record.action, record.arguments), record.observation
                     )
                 if executed and record.action != DONE_ACTION:
                     graph, diff = env.observe()
                     record.graph_changed = not diff.is_empty
-                    version += record.graph_changed
                     if index is not None:
                         record.index_update = index.apply(graph, diff).to_dict()
                     if record.full_graph_request and record.ok:
@@ -564,9 +585,9 @@ class EmbodiedPlanner:
                         record.observation = (
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
-                    elif record.ok and not record.graph_changed:  # worked but changed nothing: a repeat
-                        failures[key] = _Failure(  # would not either
-                            step, format_call(record.action, record.arguments), "", version
+                    elif record.ok and state_signature(graph, ignore) == state:  # worked, changed nothing
+                        failures[(key, state)] = _Failure(
+                            step, format_call(record.action, record.arguments), ""
                         )
                 finished = finished or (self.config.stop_on_success and task.check(env.world))
                 if self.kind.self_queries and retriever is not None and not finished:
@@ -659,12 +680,12 @@ class EmbodiedPlanner:
 def _refusal(failure: _Failure) -> str:
     if not failure.reason:
         return (
-            f"Refused without trying: {failure.call} at step {failure.step + 1} changed nothing and nothing "
-            "has changed since. Choose a different action."
+            f"Refused without trying: {failure.call} at step {failure.step + 1} changed nothing, and the "
+            "situation is the same now. Choose a different action."
         )
     return (
         f"Refused without trying: {failure.call} already failed at step {failure.step + 1} "
-        f"({_clip(failure.reason, 160)}) and nothing has changed since. Choose a different action."
+        f"({_clip(failure.reason, 160)}) in the same situation as now. Choose a different action."
     )
 
 
