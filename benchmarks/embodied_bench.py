@@ -86,7 +86,8 @@ def print_episode_tables(episodes: list[EpisodeResult], counted: list[CountedAlo
 
 
 def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
-    planner_model, retrieval_model = bench_models(args.model)
+    options = {} if args.threads is None else {"n_threads": args.threads}
+    planner_model, retrieval_model = bench_models(args.model, **options)
     count_along = (
         [a for a in args.agents if parse_agent_kind(a).retrieves]
         if args.count_along is None
@@ -204,6 +205,13 @@ def main(argv: list[str] | None = None) -> None:
         "retrieving agent run; 'none' for none)",
     )
     parser.add_argument("--merge", nargs="+", default=None, metavar="RECORD", help="join part records")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="local model threads (default: every core; on a machine busy with other work one thread is "
+        "much faster than two: llama.cpp's threads wait for each other at every layer)",
+    )
     parser.add_argument(
         "--embedder",
         default="minilm-numpy",
