@@ -182,6 +182,28 @@ def format_counted(counted: Sequence[CountedAlong]) -> list[str]:
     return lines
 
 
+def _replaying_agent(
+    model: ChatModel,
+    kind: AgentKind | str,
+    plan: Sequence[tuple[str, dict[str, str]]],
+    counter: Callable[[str], int],
+    embedder: Embedder | None,
+    config: PlannerConfig,
+    subgraph: SubgraphConfig | None,
+) -> EmbodiedPlanner:
+    """An agent of ``kind`` on the household whose decisions replay ``plan`` and whose usage is ``counter``
+    of the prompts it builds."""
+    return EmbodiedPlanner(
+        model,
+        kind,
+        HOUSEHOLD,
+        embedder=embedder,
+        config=config,
+        subgraph_config=subgraph,
+        decider=ReplayDecider(plan, counter),
+    )
+
+
 def count_along(
     model: ChatModel,
     kind: AgentKind | str,
@@ -213,15 +235,7 @@ def count_along(
         thought_chars=base.thought_chars,
         max_reply_tokens=base.max_reply_tokens,
     )
-    agent = EmbodiedPlanner(
-        model,
-        kind,
-        HOUSEHOLD,
-        embedder=embedder,
-        config=config,
-        subgraph_config=subgraph,
-        decider=ReplayDecider(plan, counter),
-    )
+    agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph)
     replay = agent.run(
         HouseholdEpisode.create(style, seed, episode.n_distractors), task, pre_retrieval=pre_retrieval
     )
@@ -601,16 +615,8 @@ def measure_replayed_tokens(
             raise EmbodiedConfigError(
                 f"{kind.value} cannot be replayed: its self-queries need the planner's own thoughts"
             )
-        decider = ReplayDecider([(p.name, p.arguments) for p in plan], counter)
-        agent = EmbodiedPlanner(
-            model,
-            kind,
-            HOUSEHOLD,
-            embedder=embedder,
-            config=config,
-            subgraph_config=subgraph,
-            decider=decider,
-        )
+        steps = [(p.name, dict(p.arguments)) for p in plan]
+        agent = _replaying_agent(model, kind, steps, counter, embedder, config, subgraph)
         pre = pre_retrieval if kind.retrieves else None
         if kind.retrieves and pre is None:
             pre = agent.pre_retriever.run(task.instruction)
