@@ -294,3 +294,46 @@ def test_cli_bench_embodied_replay_and_episodes(tmp_path: Any, monkeypatch: pyte
     ]
     bad = cli.invoke(app, ["bench", "embodied", "-d", "100", "--llm", "scripted"])
     assert bad.exit_code != 0 and "distractors" in bad.output
+
+
+def test_full_mem_prompts_are_counted_along_a_live_trajectory() -> None:
+    """Full-Mem replays the actions a live strict episode sent to the simulator (an invalid reply is not
+    replayed) and its prompts along them are counted: same steps, same observations, more tokens."""
+    from scenerag.agents.embodied.runner import counted_ratios, format_counted
+
+    def replies(messages: list[Message]) -> dict[str, Any] | str:
+        if messages[0].content.startswith("You prepare the memory"):
+            return {"entities": [{"name": "fridge", "attributes": ["isOpen"]}]}
+        user = messages[-1].content
+        if "Found Fridge_1" in user:
+            return "Thought: open it\nAction: open(Fridge_1)"
+        if "could not be used" in user:
+            return "Thought: find the fridge\nAction: search(Fridge)"
+        return "Thought: hmm\nAction: open(Fridge_7)"  # not on the menu: an invalid reply, never sent
+
+    model = ScriptedChatModel([replies] * 50, supports_tools=False)
+    config = BenchmarkConfig(
+        agents=["embodiedrag-strict"],
+        tasks="easy_02",
+        distractors=(0, 290),
+        planner=PlannerConfig(max_steps=4),
+        count_along=["embodiedrag-strict"],
+    )
+    report = run_benchmark(config, model, WordEmbedder())
+    assert [e.steps for e in report.episodes] == [3, 3] and all(e.success for e in report.episodes)
+    assert [(c.n_distractors, c.counted_agent, c.steps) for c in report.counted] == [
+        (0, "full-mem", 2),
+        (290, "full-mem", 2),
+    ]
+    low, high = report.counted
+    assert high.counted_planner_tokens > 5 * high.live_planner_tokens and high.ratio is not None
+    assert low.counted_planner_tokens < high.counted_planner_tokens
+    assert report.episodes[1].counted_along == high.to_dict()
+    ratios = counted_ratios(report.counted)
+    assert ratios["full-mem/embodiedrag-strict@290"]["episodes"] == 1
+    assert (
+        "full-mem prompts counted along embodiedrag-strict's live trajectories"
+        in format_counted(report.counted)[1]
+    )
+    dumped = report.to_dict()
+    assert dumped["counted_ratios"]["full-mem/embodiedrag-strict@290"]["median"] == high.ratio
