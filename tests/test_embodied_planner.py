@@ -428,6 +428,22 @@ def test_a_no_op_is_refused_again_when_the_robot_comes_back_to_the_same_situatio
     assert "search(Fridge) at step 4 changed nothing" in result.trajectory[6].observation
 
 
+def test_going_round_in_a_loop_is_refused() -> None:
+    """Search A, B, A, B, ...: once a search only leads back to a situation already seen, it is refused the
+    next time the robot stands where it was made."""
+    calls = ["Fridge", "LightSwitch", "Fridge", "LightSwitch", "Fridge", "LightSwitch"]
+    router = Router([act("search", c) for c in calls])
+    result, model = run("embodiedrag-strict", router, max_steps=len(calls))
+    outcomes = [(s.ok, s.refused) for s in result.trajectory]
+    assert outcomes[:5] == [(True, False)] * 5 and outcomes[5] == (False, True)
+    assert "search(LightSwitch) at step 4 only led back to a situation you had already been in" in (
+        result.trajectory[5].observation
+    )
+    planner = [c for c in model.calls if c.messages[0].content.startswith(PLANNER)]
+    grammar = planner[5].grammar or ""
+    assert '"LightSwitch"' not in grammar.split("act-search")[0] and '"Fridge"' in grammar
+
+
 def test_each_prompt_extends_the_previous_one_up_to_the_state_block() -> None:
     """History lines never change once written: step n+1's prompt starts with step n's prompt up to its
     "Robot:" line (so a local model evaluates only the new tokens), and the state comes last."""

@@ -9,8 +9,8 @@ its :class:`AgentKind` (none, the full graph, or the retrieved task subgraph), b
 may name by their affordances, and the calls refused as unchanged repeats of a failure), asks the decider
 for one thought + action (decoded under the menu's grammar where the model enforces one, validated
 otherwise), executes it in the environment and feeds the result (failures with their reason included)
-back through a history that only grows. A call that failed, or changed nothing, is refused (never sent
-to the environment) whenever the robot is in that same situation again. ``embodiedrag-feedback`` replies also name the objects their
+back through a history that only grows. A call that failed, changed nothing, or led back to an earlier
+situation is refused (never sent to the environment) whenever the robot is in that same situation again. ``embodiedrag-feedback`` replies also name the objects their
 thought is about; those become the next step's self-query (no extra model call). The episode ends when
 ``task.check(world)`` holds (or the planner says ``done`` and it holds), at ``max_steps``, or on an
 unrecoverable model error; token usage is the provider's own count.
@@ -106,9 +106,10 @@ class PlannerConfig:
     clipped); ``max_reply_tokens``: the reply budget; ``tool_interface``: ``text`` (a plain-text reply under
     the step's action grammar; models without grammars are validated) or ``native`` tool calls;
     ``stop_on_success``: end as soon as the task check passes; ``feedback_window``: steps a self-query
-    stays in effect; ``refuse_repeats``: an action that failed, or worked but changed nothing, is refused
-    (left out of the grammar, and not sent to the environment) whenever the robot is in that same
-    situation again (:func:`state_signature`: same objects and states, same place, same hand).
+    stays in effect; ``refuse_repeats``: an action that failed, worked but changed nothing, or led back to
+    a situation the episode had already been in (going round in a loop), is refused (left out of the
+    grammar, and not sent to the environment) whenever the robot is in that same situation again
+    (:func:`state_signature`: same objects and states, same place, same hand).
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -268,7 +269,8 @@ def _held_id(graph: SceneGraph) -> str | None:
 class _Failure:
     step: int
     call: str
-    reason: str
+    reason: str  # the environment's message for a failure; "" for a no-op or a loop
+    loop: bool = False  # worked, but led back to a situation the episode had been in
 
 
 def state_signature(graph: SceneGraph, ignore: Iterable[str] = ()) -> int:
@@ -495,6 +497,7 @@ class EmbodiedPlanner:
         required = set(task.required_types)
         retrieved_ever: set[str] = set()
         failures: dict[tuple[CallKey, int], _Failure] = {}  # by (call, state signature)
+        visited = {state_signature(graph, self.spec.agent_relative_attributes)}
         ignore = self.spec.agent_relative_attributes
         try:
             if self.kind.retrieves:
@@ -585,10 +588,13 @@ class EmbodiedPlanner:
                         record.observation = (
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
-                    elif record.ok and state_signature(graph, ignore) == state:  # worked, changed nothing
-                        failures[(key, state)] = _Failure(
-                            step, format_call(record.action, record.arguments), ""
-                        )
+                    elif record.ok:
+                        after = state_signature(graph, ignore)
+                        if after == state or after in visited:  # changed nothing, or went round in a loop
+                            failures[(key, state)] = _Failure(
+                                step, format_call(record.action, record.arguments), "", loop=after != state
+                            )
+                        visited.add(after)
                 finished = finished or (self.config.stop_on_success and task.check(env.world))
                 if self.kind.self_queries and retriever is not None and not finished:
                     started_query = time.perf_counter()
@@ -678,6 +684,11 @@ class EmbodiedPlanner:
 
 
 def _refusal(failure: _Failure) -> str:
+    if failure.loop:
+        return (
+            f"Refused without trying: {failure.call} at step {failure.step + 1} only led back to a situation you "
+            "had already been in, and the situation is the same now. Choose a different action."
+        )
     if not failure.reason:
         return (
             f"Refused without trying: {failure.call} at step {failure.step + 1} changed nothing, and the "
