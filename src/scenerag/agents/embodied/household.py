@@ -43,7 +43,7 @@ def household_actions() -> tuple[ActionSpec, ...]:
 
 
 HOUSEHOLD_INSTRUCTIONS = """You are the task planner of a single-arm mobile robot in a kitchen. Work step by step: each turn, think about the task, what you know and what the last action returned, then choose exactly one action.
-Objects are named by their id (e.g. Mug_1). You can act only on discovered objects and must be within reach (moveto first); you hold at most one object; open a closed receptacle before taking from or putting into it; a stove burner is switched by its stove knob. If the objects you need are not known yet, use search or randomlyexplore. When the task is complete, choose done."""
+Objects are named by their id (e.g. Mug_1). You can act only on discovered objects and must be within reach (moveto first); you hold at most one object; open a closed receptacle before taking from or putting into it; a stove burner is switched by its stove knob. If the objects you need are not known yet, use search or randomlyexplore. To put an object somewhere: find it, pickup it, then go to the receptacle (open it if it is closed) and placeon it. When the task is complete, choose done."""
 
 HOUSEHOLD = EnvironmentSpec(
     household_actions(),

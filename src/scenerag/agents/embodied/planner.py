@@ -450,10 +450,12 @@ class EmbodiedPlanner:
         context: str,
         history: Sequence[StepRecord],
         step: int,
+        refused: Iterable[str] = (),
     ) -> list[Message]:
         """The prompt of one planning step: system rules, then the task and the history (actions and what they
         returned; lines never change once written, so the prompt grows by suffix), and last the current
-        state: the robot, the step's scene-graph context and the step counter."""
+        state: the robot, the step's scene-graph context, the calls refused in this situation (``refused``)
+        and the step counter."""
         lines = [f"Task: {task.instruction}"]
         window = list(history)[-self.config.history_steps :] if self.config.history_steps else []
         if window:
@@ -461,6 +463,13 @@ class EmbodiedPlanner:
             latest_full = max((r.step for r in window if r.full_graph_request and r.ok), default=None)
             lines.extend(self.history_line(r, full=r.step == latest_full) for r in window)
         lines.extend([robot_line(graph), context])
+        blocked = list(dict.fromkeys(refused))
+        if blocked:
+            lines.append(
+                "Not possible now (failed, changed nothing or went round in a loop from this same situation): "
+                + ", ".join(blocked)
+                + "."
+            )
         last = history[-1] if history else None
         note = ""
         if last is not None and not last.ok and last.action:
@@ -537,7 +546,8 @@ class EmbodiedPlanner:
                 )
                 menu = self.menu(graph, subgraph, refused)
                 context, context_nodes = self.context_text(graph, subgraph, menu)
-                messages = self.step_messages(task, graph, context, result.trajectory, step)
+                blocked = [f.call for (_, sig), f in failures.items() if sig == state] if refused else []
+                messages = self.step_messages(task, graph, context, result.trajectory, step, blocked)
                 try:
                     decision = self.decider.decide(messages, menu)
                 except LLMError as exc:
