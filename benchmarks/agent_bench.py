@@ -46,13 +46,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 def run_in_process(args: argparse.Namespace, questions: list[Any], db: str) -> list[dict[str, Any]]:
-    from scenerag.agents import CypherAgent, CypherAgentConfig
+    from scenerag.agents import CypherAgent
     from scenerag.llm import make_chat_model
     from scenerag.store import open_store
 
     store = open_store(db)
     model = make_chat_model(args.llm)
-    agent = CypherAgent(model, store, CypherAgentConfig(mode=args.mode, max_tool_calls=args.max_tool_calls))
+    agent = CypherAgent(model, store, agent_config(args))
     rows = []
     try:
         for i, q in enumerate(questions, 1):
@@ -63,6 +63,21 @@ def run_in_process(args: argparse.Namespace, questions: list[Any], db: str) -> l
     finally:
         store.close()
     return rows
+
+
+def agent_config(args: argparse.Namespace) -> Any:
+    """The agent's settings from the command line (defaults: the shipped configuration)."""
+    from scenerag.agents import CypherAgentConfig
+
+    return CypherAgentConfig(
+        mode=args.mode,
+        max_tool_calls=args.max_tool_calls,
+        candidates=args.candidates,
+        vote=args.vote,
+        grammar=not args.no_grammar,
+        plan=not args.no_plan,
+        examples_k=args.examples_k,
+    )
 
 
 def run_processes(args: argparse.Namespace, questions: list[Any], db: str) -> list[dict[str, Any]]:
@@ -116,6 +131,10 @@ def _row(q: Any, data: dict[str, Any], wall: float) -> dict[str, Any]:
         "examples": (data.get("context") or {}).get("examples", []),
         "rewrites": (data.get("context") or {}).get("rewrites", []),
         "steps": (data.get("context") or {}).get("steps", []),
+        "plan_tried": (data.get("context") or {}).get("plan_tried", []),
+        "grade": (data.get("context") or {}).get("grade"),
+        "candidates": (data.get("context") or {}).get("candidates", []),
+        "timings_s": (data.get("context") or {}).get("timings_s", {}),
     }
 
 
@@ -179,6 +198,11 @@ def main() -> None:
     parser.add_argument("--llm", default="local")
     parser.add_argument("--mode", default="agentic", choices=["agentic", "feedforward"])
     parser.add_argument("--max-tool-calls", type=int, default=3)
+    parser.add_argument("--candidates", type=int, default=3, help="candidate queries per round (1: greedy only)")
+    parser.add_argument("--vote", default="adaptive", choices=["adaptive", "always"])
+    parser.add_argument("--no-grammar", action="store_true", help="decode without the schema grammar")
+    parser.add_argument("--no-plan", action="store_true", help="never plan a question in steps")
+    parser.add_argument("--examples-k", type=int, default=6, help="worked examples retrieved per question")
     parser.add_argument("--process", action="store_true", help="one scenerag ask process per question")
     parser.add_argument("--no-type-hint", action="store_true")
     add_record_argument(parser)

@@ -66,6 +66,31 @@ def request_mix(graph: SceneGraph, n: int, seed: int) -> list[dict[str, Any]]:
     return out
 
 
+def start_server(
+    db: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = 180.0
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -m scenerag.serve --db DB --port <free> ARGS...`` in a child process, once it answers
+    ``/health``; returns the process and its URL (its log goes to ``<db>/../server.log``)."""
+    port = free_port()
+    command = [sys.executable, "-m", "scenerag.serve", "--db", str(db), "--port", str(port), *args]
+    log = open(Path(db).parent / "server.log", "wb")  # noqa: SIM115 (kept open for the server's life)
+    server = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, env={**(env or os.environ), "PYTHONUNBUFFERED": "1"}
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx2.get(url + "/health", timeout=2).status_code == 200:
+                return server, url
+        except httpx2.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise SystemExit(f"the server did not start: see {Path(db).parent / 'server.log'}")
+        time.sleep(0.2)
+
+
 def run_clients(url: str, clients: int, bodies: list[list[dict[str, Any]]]) -> tuple[float, list[float], int]:
     """Wall time, per-request latencies (ms) and error count of ``clients`` threads sending their bodies."""
     latencies: list[list[float]] = [[] for _ in range(clients)]
@@ -139,28 +164,8 @@ def main() -> None:
     results["in_process_ms"] = [statistics.median(direct), percentile(direct, 0.95)]
     store.close()
 
-    port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "scenerag.serve", "--db", str(db), "--port", str(port), "--rate-limit", "0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
+    server, url = start_server(db, "--rate-limit", "0", "--llm", "none")
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx2.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(
-                    "server did not start: " + (server.stderr.read().decode() if server.stderr else "")
-                )
-            time.sleep(0.2)
         run_clients(url, 2, [request_mix(graph, 150, args.seed + 1 + i) for i in range(2)])  # warm-up (JIT)
 
         print(f"\nPOST /cypher, {args.requests} requests per client (mix: lookup / 1-hop / region count)")

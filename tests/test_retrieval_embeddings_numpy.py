@@ -60,7 +60,7 @@ def numpy_minilm() -> NumpyMiniLMEmbedder:
 @pytest.fixture(scope="module")
 def st_minilm():
     pytest.importorskip("sentence_transformers")
-    return make_embedder("minilm", cache_size=0)
+    return make_embedder("minilm-st", cache_size=0)
 
 
 def test_same_vectors_as_sentence_transformers(numpy_minilm: NumpyMiniLMEmbedder, st_minilm) -> None:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import HYDRA, make_store
 from scenerag import SceneGraph
-from scenerag.agents.scene_update import SceneUpdateAgent, split_statements
+from scenerag.agents.scene_update import SceneUpdateAgent, SceneUpdateConfig, split_statements
 from scenerag.llm import ScriptedChatModel
 from scenerag.store.journal import UndoJournal, diff, snapshot
 
@@ -65,34 +66,80 @@ def test_split_statements() -> None:
     ]
 
 
-def test_update_agent_finds_node_then_writes(
+def test_update_agent_links_checks_and_corrects(
+    tmp_path: Path, hydra_graph: SceneGraph, request: pytest.FixtureRequest
+) -> None:
+    """The update pipeline: the instruction's words are linked to nodes, worked examples come from the
+    live graph, and a write that names an unknown label, copies an example's symbol or does not write is
+    sent back; the graph is only read."""
+    store = make_store("arcade", request, tmp_path)
+    try:
+        store.load(hydra_graph)
+        agent = SceneUpdateAgent(ScriptedChatModel([]), store, SceneUpdateConfig(embedder="none"))
+        examples = agent.examples()
+        example_symbol = re.findall(r"nodeSymbol: '(O\d+)'", examples[0][1])[0]
+        assert example_symbol != "O43" and [q.split()[0] for q, _ in examples][:1] == ["The"]
+        assert any("CREATE (p)-[:CONTAINS]->(:Object" in c for _, c in examples)
+        model = ScriptedChatModel(
+            [
+                "MATCH (n:Bicycle {nodeSymbol: 'O43'}) SET n.class = 'bag'",
+                f"MATCH (n:Object {{nodeSymbol: '{example_symbol}'}}) SET n.class = 'bag'",
+                "MATCH (n:Object {nodeSymbol: 'O43'}) RETURN n",
+            ],
+            supports_tools=False,
+        )
+        stages: list[str] = []
+
+        class Recorder:
+            def stage(self, name: str, detail: str = "") -> None:
+                stages.append(name)
+
+        agent = SceneUpdateAgent(
+            model, store, SceneUpdateConfig(embedder="none", max_attempts=3), progress=Recorder()
+        )
+        result = agent.run_update("the bicycle is actually a bag")
+        prompt = model.calls[0].messages[-1].content
+        assert "'bicycle' is Object class 'bicycle' (O43)" in prompt
+        assert prompt.rstrip().endswith("Update: the bicycle is actually a bag\nCypher:")
+        assert "unknown label(s) Bicycle" in model.calls[1].messages[-1].content
+        assert f"does not name {example_symbol}" in model.calls[2].messages[-1].content
+        assert result.answer == "MATCH (n:Object {nodeSymbol: 'O43'}) RETURN n"
+        assert result.error is not None and "does not write" in result.error
+        assert stages[:2] == ["linking", "examples"] and stages[-1] == "answer"
+
+        good = ScriptedChatModel(
+            ["```cypher\nMATCH (n:Object {nodeSymbol: 'O43'}) SET n.class = 'bag'\n```"], supports_tools=False
+        )
+        result = SceneUpdateAgent(good, store, SceneUpdateConfig(embedder="none")).run_update(
+            "the bicycle is actually a bag"
+        )
+        assert result.answer == "MATCH (n:Object {nodeSymbol: 'O43'}) SET n.class = 'bag'"
+        assert result.error is None and result.llm_calls == 1
+        assert store.query("MATCH (o:Object {class: 'bicycle'}) RETURN count(o) AS n").rows == [{"n": 1}]
+    finally:
+        store.close()
+
+
+def test_update_agent_returns_at_its_time_limit(
     tmp_path: Path, hydra_graph: SceneGraph, request: pytest.FixtureRequest
 ) -> None:
     store = make_store("arcade", request, tmp_path)
     try:
         store.load(hydra_graph)
 
-        def act(a: str, t: str) -> str:
-            return json.dumps({"thought": "t", "action": a, "input": t})
+        def slow(messages: object) -> str:
+            time.sleep(3.0)
+            return "MATCH (n:Object {nodeSymbol: 'O43'}) SET n.class = 'bag'"
 
-        model = ScriptedChatModel(
-            [
-                act("tool", "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol"),
-                act("answer", "MATCH (o:Object) RETURN count(o)"),
-                act("answer", "O43 is a bag"),
-                act("answer", "MATCH (o:Object {nodeSymbol: 'O43'}) SET o.class = 'bag'"),
-            ],
-            supports_tools=False,
+        agent = SceneUpdateAgent(
+            ScriptedChatModel([slow], supports_tools=False), store, SceneUpdateConfig(embedder="none")
         )
-        result = SceneUpdateAgent(model, store).run_update("the bicycle is actually a bag")
-        # a read query given as the answer runs as a lookup; prose is rejected; the write is the answer
-        assert [t.input for t in result.tools][-1] == "MATCH (o:Object) RETURN count(o)"
-        assert "does not write" in model.calls[3].messages[-1].content
-        assert (
-            result.answer == "MATCH (o:Object {nodeSymbol: 'O43'}) SET o.class = 'bag'"
-            and result.error is None
-        )
-        assert store.query("MATCH (o:Object {class: 'bicycle'}) RETURN count(o) AS n").rows == [{"n": 1}]
+        start = time.monotonic()
+        result = agent.run_update("the bicycle is actually a bag", timeout_s=1.0)
+        assert time.monotonic() - start < 2.0
+        assert result.answer is None and result.context["timed_out"] is True
+        assert result.error == "no write within the time limit (1 s)"
+        time.sleep(2.5)  # the abandoned model call ends on its own before the store closes
     finally:
         store.close()
 

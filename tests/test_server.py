@@ -520,6 +520,8 @@ def test_mcp_over_stdio(tmp_path: Path, hydra_graph: SceneGraph) -> None:
     with open_store(db) as s:  # the stdio server is another process: it needs the database to itself
         s.load(hydra_graph)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "scenerag.serve", "--db", str(db), "--stdio"], cwd=str(tmp_path)
+        command=sys.executable,
+        args=["-m", "scenerag.serve", "--db", str(db), "--stdio", "--llm", "none"],
+        cwd=str(tmp_path),
     )
     _check_mcp(asyncio.run(_mcp_session(params)))

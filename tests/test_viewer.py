@@ -13,8 +13,10 @@ import base64
 import io
 import itertools
 import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +41,8 @@ from scenerag.viz import (
     export_png,
     scene_graph_from_store,
 )
+from scenerag.viz.layout import fit_camera
+from scenerag.viz.style import hex_color
 from scenerag.viz.viewer import SceneViewer, ViewerError, run_viewer, symbols_in
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -279,8 +283,9 @@ def test_export_png(tmp_path: Path, hydra_graph: SceneGraph, view: str) -> None:
     )
     assert non_blank(plain) and non_blank(marked)
     assert highlight_pixels(plain) == 0 and highlight_pixels(marked) > 10 * len(signs(hydra_graph))
-    with pytest.raises(ViewerError, match="O99999"):
+    with pytest.raises(ViewerError, match="O99999") as failed:
         export_png(hydra_graph, tmp_path / "bad.png", highlight=["O99999"])
+    assert "AgentResult" not in str(failed.value) and "--highlight O3,R1" in str(failed.value)
 
 
 def test_export_html_is_self_contained(tmp_path: Path, hydra_graph: SceneGraph) -> None:
@@ -295,6 +300,9 @@ def test_export_html_is_self_contained(tmp_path: Path, hydra_graph: SceneGraph) 
     assert [data["nodes"][i]["s"] for i in data["highlight"]] == marked
     by_symbol = {n["s"]: n for n in data["nodes"]}
     assert by_symbol["R1"]["l"] == "Room" and by_symbol["R1"]["c"] == "lounge"
+    # the legend names object classes by their own colours (no layer is "green")
+    assert data["classes"][0] == {"name": "seating", "count": 22, "color": hex_color(class_color("seating"))}
+    assert len(data["classes"]) == 12 and "green" not in text
 
 
 @needs_chromium
@@ -346,9 +354,13 @@ def test_viewer_question_and_cypher_through_the_gui(
         other = next(n for n in hydra_graph.nodes("Object") if n.class_name != "sign")
         assert viewer.node_color(other.symbol) == class_color(other.class_name)
         assert SIGNS_QUERY in viewer.answer_md.content  # the agent's Cypher is shown in the GUI
+        browser.evaluate(CLOSE_NOTICES_JS)
         time.sleep(1.5)
         after = browser.screenshot(tmp_path / "viewer-answer.png")
         assert non_blank(after) and highlight_pixels(after) > 20
+        if SCREENSHOTS:
+            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp_path / "viewer-answer.png", Path(SCREENSHOTS) / "viewer-answer.png")
 
         query = "MATCH (r:Room {class: 'lounge'}) RETURN r"
         assert browser.evaluate(FILL_FIELD_JS + f'(["Query", "{query}"])') == "ok"
@@ -371,11 +383,21 @@ def test_viewer_question_and_cypher_through_the_gui(
 
 
 def test_viewer_api_without_a_browser(store: CypherStore, hydra_graph: SceneGraph) -> None:
-    viewer = run_viewer(store, port=free_port(), block=False)
+    viewer = run_viewer(store, port=free_port(), block=False, highlight=["O43", "R1"])
     try:
         assert viewer.graph.label_counts() == hydra_graph.label_counts()
+        assert viewer.highlighted == ["O43", "R1"] and viewer.node_color("O43") == HIGHLIGHT  # --highlight
         text = viewer.select("R1")
         assert "R1" in text and "lounge" in text and viewer.selected == "R1"
+        busiest = max(hydra_graph.nodes(), key=lambda n: len(hydra_graph.children(n.symbol)))
+        children = hydra_graph.children(busiest.symbol)
+        assert len(children) > 12
+        listed = viewer.select(busiest.symbol).split(f"contains {len(children)}: ")[1]
+        assert listed.endswith(f", …and {len(children) - 12} more") and listed.count(",") == 12
+        legend = viewer.legend.content
+        for cls in {n.class_name for n in hydra_graph.nodes("Object")}:
+            assert f"{cls} (" in legend
+        assert hex_color(class_color("seating")) in legend and "seating (22)" in legend
         assert viewer.highlight(["O3", "nope"]) == ["O3"] and viewer.node_color("O3") == HIGHLIGHT
         result = viewer.run_cypher(
             "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {nodeSymbol: 'O3'}) RETURN p, o"
@@ -401,5 +423,156 @@ def test_viewer_refuses_remote_binds_and_needs_a_store_for_queries(hydra_graph: 
             viewer.run_cypher("MATCH (n) RETURN n LIMIT 1")
         assert viewer.cypher_button.disabled is True
         assert viewer.highlight([ont.SYMBOL_KEY]) == []
+    finally:
+        viewer.stop()
+
+
+# -- `scenerag view` (the CLI) in Chromium: highlighted nodes at their screen positions --------------------
+
+#: with SCENERAG_SCREENSHOTS=<folder> the screenshots are also written there (docs/images for the README)
+SCREENSHOTS = os.environ.get("SCENERAG_SCREENSHOTS")
+CLOSE_NOTICES_JS = """
+(() => {
+  const buttons = Array.from(document.querySelectorAll('.mantine-Notification-closeButton, .mantine-Notification-root button'));
+  buttons.forEach(b => b.click());
+  return buttons.length;
+})()
+"""
+CANVAS_RECT_JS = """
+(() => {
+  const c = Array.from(document.querySelectorAll('canvas')).find(c => c.width > 0 && c.height > 0);
+  if (!c) return null;
+  const r = c.getBoundingClientRect();
+  return [r.left, r.top, r.width, r.height, window.devicePixelRatio];
+})()
+"""
+
+
+def highlight_pixels_near(image: np.ndarray, x: float, y: float, radius: int = 6) -> int:
+    """Highlight-coloured pixels within ``radius`` of ``(x, y)``."""
+    x0, y0 = round(x), round(y)
+    patch = image[max(0, y0 - radius) : y0 + radius + 1, max(0, x0 - radius) : x0 + radius + 1]
+    return highlight_pixels(patch)
+
+
+def start_cli_viewer(db: Path, port: int, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """``scenerag view`` in a subprocess; returns it and its URL once it serves."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scenerag.cli", "view", "--db", str(db), "--port", str(port), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if line.startswith("scenerag viewer: "):
+            return proc, line.split()[2]
+    proc.kill()
+    raise AssertionError("scenerag view did not start: " + "".join(seen))
+
+
+@needs_chromium
+def test_cli_view_draws_highlighted_nodes_at_their_screen_positions(
+    tmp_path: Path, hydra_graph: SceneGraph, browser: Chromium
+) -> None:
+    """`scenerag view --highlight O43,R1` (commas) in a real browser: magenta pixels where the initial
+    camera projects each highlighted node's pin head and the room R1 itself, none at another room."""
+    db = tmp_path / "db"
+    s = open_store(db)
+    s.load(hydra_graph)
+    s.close()
+    marked = ["O43", "R1"]  # the bicycle (a small object under the places) and the lounge
+    proc, url = start_cli_viewer(db, free_port(), "--highlight", ",".join(marked), "--llm", "none")
+    try:
+        browser.open(url)
+        wait_for(lambda: browser.evaluate(CANVAS_RECT_JS) is not None, "the 3D view", timeout=60)
+        layout = compute_layout(hydra_graph)
+        camera = fit_camera(layout)
+        image = np.zeros((1, 1, 3), np.uint8)
+
+        def drawn() -> bool:
+            nonlocal image
+            browser.evaluate(CLOSE_NOTICES_JS)
+            image = browser.screenshot(tmp_path / "cli-view.png")
+            return non_blank(image) and highlight_pixels(image) > 100
+
+        wait_for(drawn, "the highlighted scene to render", timeout=60)
+        time.sleep(1.0)  # let the last frame settle, then look again
+        image = browser.screenshot(tmp_path / "cli-view.png")
+        left, top, width, height, ratio = browser.evaluate(CANVAS_RECT_JS)
+        assert ratio == 1 and width > 400 and height > 300
+        assert left + width <= image.shape[1] - 200  # the docked control panel sits beside the view
+
+        def on_screen(points: np.ndarray) -> np.ndarray:
+            return camera.project(points, width, height) + np.asarray([left, top])
+
+        heads = on_screen(layout.pin_heads(marked))
+        for symbol, (x, y) in zip(marked, heads, strict=True):
+            assert 0 <= x < left + width and 0 <= y < top + height, symbol
+            assert highlight_pixels_near(image, x, y) >= 30, (
+                f"no highlight at {symbol}'s pin head ({x:.0f}, {y:.0f})"
+            )
+        (rx, ry), (other_x, other_y) = on_screen(np.asarray([layout.positions["R1"], layout.positions["R2"]]))
+        assert highlight_pixels_near(image, rx, ry) >= 30  # the room itself, in the top layer
+        assert highlight_pixels_near(image, other_x, other_y, radius=4) == 0  # R2 keeps its class colour
+        if SCREENSHOTS:
+            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp_path / "cli-view.png", Path(SCREENSHOTS) / "viewer-highlight.png")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_cli_highlight_errors_name_the_flag(tmp_path: Path, store: CypherStore) -> None:
+    """Unknown --highlight symbols: one line naming them and the flag, no Python-API words."""
+    db = tmp_path / "db"
+    s = open_store(db)
+    s.load(scene_graph_from_store(store))
+    s.close()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scenerag.cli",
+            "view",
+            "--db",
+            str(db),
+            "--png",
+            str(tmp_path / "x.png"),
+            "--highlight",
+            "O3,NOPE1",
+            "--highlight",
+            "ZZ9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "NOPE1, ZZ9" in lines[0] and "--highlight O3,R1" in lines[0]
+    assert "AgentResult" not in proc.stderr and "Error" not in proc.stderr
+
+
+def test_viewer_loads_its_model_at_start(store: CypherStore, hydra_graph: SceneGraph) -> None:
+    """The model loads in the background when the viewer starts; a model that cannot load says why in the
+    answer box instead of at the first question."""
+    viewer = SceneViewer(hydra_graph, store=store, llm=ScriptedChatModel([]), port=free_port())
+    try:
+        assert viewer.model_ready.wait(30)
+        assert viewer.answer_md.content == "_the answer's nodes are highlighted in the scene_"
+    finally:
+        viewer.stop()
+    viewer = SceneViewer(hydra_graph, store=store, llm="nonsense:model", port=free_port())
+    try:
+        wait_for(lambda: "could not be loaded" in viewer.answer_md.content, "the load failure to show")
+        assert "unknown chat model spec" in viewer.answer_md.content and not viewer.model_ready.is_set()
     finally:
         viewer.stop()

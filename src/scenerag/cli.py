@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scenerag.errors import SceneRagError
@@ -24,9 +26,31 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode="markdown",  # docstrings wrap as paragraphs; `code` is shown as code
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+def _untyped_flags() -> None:
+    """Newer typer prints a type column for every option, ``<bool>`` for on/off flags (``--help <bool>``);
+    a flag takes no value, so its type is left out of the help."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # pragma: no cover - older typer: no type column
+        return
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "untyped_flags", False):
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        return None if getattr(self, "is_flag", False) else shown(self, ctx)
+
+    display_type_rich.untyped_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_untyped_flags()
 
 DbOption = Annotated[str, typer.Option("--db", help="Database directory (embedded ArcadeDB) or bolt:// URI.")]
 # The demo's default scene graph: the Hydra example, which is not part of the package (see
@@ -35,9 +59,68 @@ DbOption = Annotated[str, typer.Option("--db", help="Database directory (embedde
 DEMO_GRAPH_NAME = "hydra_small_indoor_dsg.json"
 
 
+#: --debug (or SCENERAG_DEBUG=1): errors keep their exception type and traceback
+_DEBUG = {"on": os.environ.get("SCENERAG_DEBUG", "") not in ("", "0")}
+# Java and Python exception class names inside a message (org.antlr.v4.runtime.InputMismatchException,
+# java.lang.IllegalArgumentException: ..., ValueError: ...): dropped from user-facing lines unless --debug
+_EXCEPTION_NAME = re.compile(r"\b(?:[a-z_][\w$]*\.)*[A-Z]\w*(?:Exception|Error)\b(?::\s*)?")
+
+
+def user_message(text: str) -> str:
+    """``text`` as one line for a user: newlines joined with " | ", exception class names dropped."""
+    line = str(text).replace("\n", " | ")
+    if not _DEBUG["on"]:
+        line = _EXCEPTION_NAME.sub("", line)
+        line = re.sub(r"\s{2,}", " ", line).strip(" :")
+    return line
+
+
+#: the stage reporter of the running command: closed (its spinner cleared) before an error is printed
+_ACTIVE_PROGRESS: list[Any] = []
+
+
+def _end_progress() -> None:
+    """Stop the heartbeat and clear the spinner before printing anything else."""
+    for progress in _ACTIVE_PROGRESS:
+        progress.close()
+
+
 def _fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    _end_progress()
+    err_console.print(f"[bold red]error:[/] {escape(user_message(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from scenerag import __version__
+
+        console.print(f"scenerag {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help="On errors, print the exception type and traceback (env SCENERAG_DEBUG=1)."
+        ),
+    ] = False,
+) -> None:
+    """LLM reasoning over large 3D scene graphs stored in a graph database."""
+    if debug:
+        _DEBUG["on"] = True
+
+
+def _os_message(exc: OSError) -> str:
+    """An OS error as a sentence: the file and what is wrong with it."""
+    what = exc.strerror or str(exc)
+    return f"{exc.filename}: {what}" if exc.filename else what
 
 
 @contextmanager
@@ -46,7 +129,8 @@ def _errors(on_interrupt: Callable[[], str] | None = None) -> Iterator[None]:
     "interrupted" and status 130. With ``on_interrupt`` (long database work: load, cypher), SIGINT, SIGTERM
     and SIGHUP raise ``Interrupted`` inside the block, a running embedded query is terminated at once,
     cleanup runs, and the line adds ``on_interrupt()``'s account of the data; status 128 + the signal
-    number (130, 143, 129)."""
+    number (130, 143, 129). With ``--debug`` the traceback comes first; without it no exception class name
+    reaches the user (an unexpected error says so and points to ``--debug``)."""
     from scenerag.interrupts import handle_signals
 
     try:
@@ -54,10 +138,6 @@ def _errors(on_interrupt: Callable[[], str] | None = None) -> Iterator[None]:
             yield
     except typer.Exit:
         raise
-    except SceneRagError as exc:
-        _fail(str(exc).replace("\n", " | "))
-    except (OSError, ValueError) as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", "SIGINT")
         detail = ""
@@ -66,6 +146,17 @@ def _errors(on_interrupt: Callable[[], str] | None = None) -> Iterator[None]:
                 detail = f": {on_interrupt()}"
         err_console.print(f"[bold yellow]interrupted[/] ({name}){detail}", highlight=False, soft_wrap=True)
         raise typer.Exit(getattr(exc, "exit_code", 130)) from None
+    except Exception as exc:
+        if _DEBUG["on"]:
+            err_console.print_exception()
+            _fail(f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, SceneRagError):
+            _fail(str(exc))
+        if isinstance(exc, OSError):
+            _fail(_os_message(exc))
+        if isinstance(exc, ValueError):
+            _fail(str(exc))
+        _fail(f"unexpected failure: {exc or type(exc).__name__} (run with --debug for the details)")
 
 
 def _progress() -> Any:
@@ -74,10 +165,32 @@ def _progress() -> Any:
     return progress_bar(console=err_console)
 
 
-def _open(db: str, *, create: bool) -> Any:
-    from scenerag.store import open_store
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", help="No stage lines or heartbeat on stderr (only the result).")
+]
 
-    return open_store(db, create=create)
+
+@contextmanager
+def _stages(quiet: bool) -> Iterator[Any]:
+    """Stage lines with a heartbeat on stderr (scenerag.progress), or silence with ``--quiet``."""
+    from scenerag.progress import SILENT, StderrProgress
+
+    if quiet:
+        yield SILENT
+        return
+    with StderrProgress(sys.stderr) as progress:
+        _ACTIVE_PROGRESS.append(progress)
+        try:
+            yield progress
+        finally:
+            _ACTIVE_PROGRESS.remove(progress)
+
+
+def _open(db: str, *, create: bool) -> Any:
+    # While `scenerag serve` or `view` holds this embedded database, go through that process.
+    from scenerag.serve.share import open_store_or_shared
+
+    return open_store_or_shared(db, create=create)
 
 
 def _read(path: Path, fmt: str) -> Any:
@@ -86,12 +199,23 @@ def _read(path: Path, fmt: str) -> Any:
     return read_scene_graph(path, fmt)  # type: ignore[arg-type]
 
 
+#: classes listed per label by ``info`` before "…and N more"
+INFO_CLASSES = 24
+
+
+def _listing(counts: list[tuple[str, int]], limit: int = INFO_CLASSES) -> str:
+    """``"chair 3, table 1"``; past ``limit`` entries it ends with ``"…and N more"``."""
+    shown = ", ".join(f"{c} {k}" for c, k in counts[:limit])
+    rest = len(counts) - limit
+    return f"{shown}, …and {rest} more" if rest > 0 else shown
+
+
 @app.command()
 def info(
     file: Annotated[Path, typer.Argument(help="Scene-graph file (scenerag JSON or Hydra/spark_dsg).")],
     format: Annotated[str, typer.Option("--format", help="auto, native or hydra.")] = "auto",
 ) -> None:
-    """Summarise a scene-graph file: node and edge counts by label and type, classes."""
+    """Summarise a scene-graph file: node and edge counts by label and type, and every class with its count."""
     with _errors():
         graph = _read(file, format)
         table = Table(title=f"{file.name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
@@ -102,8 +226,9 @@ def info(
             classes: dict[str, int] = {}
             for n in graph.nodes(label):
                 classes[n.class_name] = classes.get(n.class_name, 0) + 1
-            top = ", ".join(f"{c} {k}" for c, k in sorted(classes.items(), key=lambda kv: -kv[1])[:8])
-            table.add_row(label, str(count), top)
+            table.add_row(
+                label, str(count), _listing(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0])))
+            )
         console.print(table)
         edges = Table(title="edges")
         edges.add_column("type")
@@ -149,9 +274,18 @@ def load(
 
 
 def _cell(value: Any) -> str:
+    """A result value as table text (markup-escaped: ``[r:CONTAINS]`` is data, not a rich style)."""
     if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(", ", ": "))
-    return "null" if value is None else str(value)
+        return escape(json.dumps(value, separators=(", ", ": ")))
+    return "null" if value is None else escape(str(value))
+
+
+def _check_limits(timeout: float, max_rows: int | None = None) -> None:
+    """Refuse a non-positive --timeout / --max-rows, naming the flag."""
+    if not timeout > 0:
+        _fail(f"--timeout must be a positive number of seconds (got {timeout:g})")
+    if max_rows is not None and max_rows < 1:
+        _fail(f"--max-rows must be at least 1 (got {max_rows}); to see every row, raise it instead")
 
 
 @app.command()
@@ -169,6 +303,7 @@ def cypher(
     ] = None,
 ) -> None:
     """Run a Cypher query (read-only unless --write) and print the rows."""
+    _check_limits(timeout, max_rows)
     cancelled = "the query was cancelled" + ("; an uncommitted write was rolled back" if write else "")
     with _errors(lambda: cancelled):
         params: dict[str, Any] = {}
@@ -217,7 +352,7 @@ def schema(
         if as_json:
             sys.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n")
         else:
-            console.print(s.to_text(), highlight=False)
+            console.print(s.to_text(), highlight=False, markup=False)
 
 
 LlmOption = Annotated[
@@ -230,7 +365,19 @@ LlmOption = Annotated[
 ]
 
 
-def _agent(db: str, llm: str | None, mode: str, schema: bool, max_tool_calls: int) -> tuple[Any, Any]:
+def _chat_model(llm: str | None, progress: Any) -> Any:
+    """The chat model named by ``--llm``, reporting each call as stage ``generating`` (with tokens/s)."""
+    from scenerag.llm import make_chat_model
+    from scenerag.progress import SILENT, ProgressChatModel
+
+    progress.stage("loading the model", llm or os.environ.get("SCENERAG_LLM") or "local")
+    model = make_chat_model(llm)
+    return model if progress is SILENT else ProgressChatModel(model, progress)
+
+
+def _agent(
+    db: str, llm: str | None, mode: str, schema: bool, max_tool_calls: int, progress: Any
+) -> tuple[Any, Any]:
     """The Cypher agent on ``db``; the model (and the agent's embedder) load on a worker thread while the
     JVM starts and the database opens (both release the GIL: ~2 s saved per ``ask``)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -238,7 +385,6 @@ def _agent(db: str, llm: str | None, mode: str, schema: bool, max_tool_calls: in
     from scenerag.agents import CypherAgent, CypherAgentConfig
     from scenerag.agents.examples import ExampleLibrary, generate_examples
     from scenerag.agents.linking import EntityLinker
-    from scenerag.llm import make_chat_model
 
     if mode not in ("agentic", "feedforward"):
         _fail(f"--mode {mode!r}: use agentic or feedforward")
@@ -254,11 +400,12 @@ def _agent(db: str, llm: str | None, mode: str, schema: bool, max_tool_calls: in
                 embedder.embed(["warm up"])
             except (SceneRagError, ImportError):
                 embedder = None
-        return make_chat_model(llm), embedder
+        return _chat_model(llm, progress), embedder
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         loading = pool.submit(load)
         try:
+            progress.stage("opening the database", db)
             store = _open(db, create=False)
         except BaseException:
             if not loading.cancel():
@@ -279,7 +426,10 @@ def _agent(db: str, llm: str | None, mode: str, schema: bool, max_tool_calls: in
     library = ExampleLibrary.for_store(
         store, embedder=embedder, user_files=config.example_files, linker=linker, generated=generated
     )
-    return CypherAgent(model, store, config, embedder=embedder, linker=linker, library=library), store
+    agent = CypherAgent(
+        model, store, config, embedder=embedder, linker=linker, library=library, progress=progress
+    )
+    return agent, store
 
 
 def _print_run(result: Any, as_json: bool, label: str) -> None:
@@ -287,18 +437,22 @@ def _print_run(result: Any, as_json: bool, label: str) -> None:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
         return
     for i, tool in enumerate(result.tools, 1):
-        status = f"{tool.rows} row(s)" if tool.ok else f"[red]{(tool.error or '').splitlines()[0]}[/]"
-        console.print(f"[dim]query {i}:[/] {tool.input}\n  -> {status}", highlight=False, soft_wrap=True)
+        status = f"{tool.rows} row(s)" if tool.ok else f"[red]{escape((tool.error or '').splitlines()[0])}[/]"
+        console.print(
+            f"[dim]query {i}:[/] {escape(tool.input)}\n  -> {status}", highlight=False, soft_wrap=True
+        )
     if result.answer is not None:
         found = " [dim](not found in the graph)[/]" if result.context.get("not_found") else ""
-        console.print(f"[bold green]{label}:[/] {result.answer}{found}", highlight=False)
+        console.print(f"[bold green]{label}:[/] {escape(str(result.answer))}{found}", highlight=False)
     u = result.usage
     console.print(
         f"[dim]{result.method} · {result.llm_calls} LLM call(s) · {result.tool_calls} query(ies) · "
         f"{u.input_tokens} in / {u.output_tokens} out tokens · {result.wall_s:.1f} s[/]"
     )
     if result.error:
-        err_console.print(f"[yellow]warning:[/] {result.error}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[yellow]warning:[/] {escape(user_message(result.error))}", highlight=False, soft_wrap=True
+        )
 
 
 ModeOption = Annotated[str, typer.Option("--mode", help="agentic (several queries) or feedforward (one).")]
@@ -307,6 +461,26 @@ SchemaOption = Annotated[
 ]
 ToolBudgetOption = Annotated[int, typer.Option("--max-tool-calls", help="Query budget (agentic).")]
 RunJsonOption = Annotated[bool, typer.Option("--json", help="Print the whole run (queries, tokens) as JSON.")]
+
+
+def _llm_failure(result: Any) -> str | None:
+    """The error of a run that never got a reply from the model (a dead endpoint, a missing model file)."""
+    if result.answer is None and result.llm_calls == 0 and result.error:
+        return str(result.error)
+    return None
+
+
+def _accepted(result: Any, label: str, refusal: str) -> str:
+    """The answer of an agent run (a goal, a write) when it is valid; otherwise one error line: the model's
+    failure, or the run shown and ``refusal``."""
+    failure = _llm_failure(result)
+    if failure is not None:
+        _fail(f"no {label}: the language model failed: {failure}")
+    if result.answer is None or result.error:
+        _end_progress()
+        _print_run(result, False, label)
+        _fail(refusal)
+    return str(result.answer)
 
 
 def _run_agent(
@@ -318,14 +492,19 @@ def _run_agent(
     schema: bool,
     budget: int,
     as_json: bool,
+    quiet: bool,
     answer_type: str | None = None,
 ) -> None:
     with _errors():
-        agent, store = _agent(db, llm, mode, schema, budget)
-        try:
-            result = agent.run(text, task=task, answer_type=answer_type)
-        finally:
-            store.close()
+        with _stages(quiet) as progress:
+            agent, store = _agent(db, llm, mode, schema, budget, progress)
+            try:
+                result = agent.run(text, task=task, answer_type=answer_type)  # type: ignore[arg-type]
+            finally:
+                store.close()
+        failure = _llm_failure(result)
+        if failure is not None and not as_json:
+            _fail(f"no answer: the language model failed: {failure}")
         _print_run(result, as_json, "answer" if task == "qa" else "goal")
         if result.answer is None or (task == "pddl" and result.error):
             raise typer.Exit(1)
@@ -344,12 +523,13 @@ def ask(
         str | None,
         typer.Option("--answer-type", help="Expected SLDP form: set, list, dict, point, number or string."),
     ] = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Answer a question: an LLM writes read-only Cypher against the database; the answer is in SLDP
     (``<>``: nothing in the graph matches)."""
     if answer_type is not None and answer_type not in ("set", "list", "dict", "point", "number", "string"):
         _fail(f"--answer-type {answer_type!r}: use set, list, dict, point, number or string")
-    _run_agent(question, "qa", db, llm, mode, schema, max_tool_calls, as_json, answer_type)
+    _run_agent(question, "qa", db, llm, mode, schema, max_tool_calls, as_json, quiet, answer_type)
 
 
 @app.command()
@@ -361,9 +541,10 @@ def ground(
     schema: SchemaOption = True,
     max_tool_calls: ToolBudgetOption = 3,
     as_json: RunJsonOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Ground an instruction to a PDDL goal whose symbols all exist in the database."""
-    _run_agent(instruction, "pddl", db, llm, mode, schema, max_tool_calls, as_json)
+    _run_agent(instruction, "pddl", db, llm, mode, schema, max_tool_calls, as_json, quiet)
 
 
 @app.command("eval")
@@ -399,10 +580,11 @@ def eval_(
                 records.append(record)
                 mark = "[green]✓[/]" if record.correct else "[red]✗[/]"
                 err_console.print(
-                    f"{mark} {record.config} {record.uid}: {record.answer!s:.80}", highlight=False
+                    f"{mark} {record.config} {record.uid}: {escape(f'{record.answer!s:.80}')}",
+                    highlight=False,
                 )
         rows = write_results(out, records)
-        console.print(markdown_table(rows), highlight=False)
+        console.print(markdown_table(rows), highlight=False, markup=False)
         console.print(f"[dim]records and tables in {out}[/]")
 
 
@@ -439,6 +621,7 @@ def plan(
         Path | None, typer.Option("--pddl-dir", help="Also write domain.pddl / problem.pddl.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Ground an instruction to a PDDL goal (LLM + Cypher), build the problem from the graph, solve it with
     Fast Downward and print the validated plan. An unreachable goal is reported, never a hang."""
@@ -446,43 +629,72 @@ def plan(
         from scenerag.lang.pddl_goal import goal_symbols
         from scenerag.planning import graph_from_store, plan_for_goal
 
-        store = _open(db, create=False)
-        try:
-            if goal:
-                goal_text = instruction
-            else:
-                from scenerag.agents import CypherAgent
-                from scenerag.llm import make_chat_model
+        with _stages(quiet) as progress:
+            progress.stage("opening the database", db)
+            store = _open(db, create=False)
+            try:
+                start_spec = _parse_start(start)
+                _check_start(store, start_spec)  # before any model call: a missing start fails at once
+                if goal:
+                    goal_text = instruction
+                else:
+                    from scenerag.agents import CypherAgent
 
-                result = CypherAgent(make_chat_model(llm), store).run(instruction, task="pddl")
-                if result.answer is None or result.error:
-                    _print_run(result, False, "goal")
-                    _fail("could not ground the instruction to a valid goal")
-                goal_text = result.answer or ""
-                console.print(f"[bold green]goal:[/] {goal_text}", highlight=False)
-            symbols = set(goal_symbols(goal_text))
-            start_spec = _parse_start(start)
-            if isinstance(start_spec, str):
-                symbols.add(start_spec)
-            graph = graph_from_store(store, symbols)
-        finally:
-            store.close()
-        outcome = plan_for_goal(
-            graph,
-            goal_text,
-            start=start_spec,
-            time_limit_s=time_limit,
-            reduce=not no_reduce,
-            search="optimal" if optimal else "satisficing",
-        )
+                    agent = CypherAgent(_chat_model(llm, progress), store, progress=progress)
+                    result = agent.run(instruction, task="pddl")
+                    goal_text = _accepted(result, "goal", "could not ground the instruction to a valid goal")
+                symbols = set(goal_symbols(goal_text))
+                if isinstance(start_spec, str):
+                    symbols.add(start_spec)
+                progress.stage("reading the planning subgraph")
+                graph = graph_from_store(store, symbols)
+            finally:
+                store.close()
+            progress.stage("planning", f"Fast Downward, limit {time_limit:g} s")
+            outcome = plan_for_goal(
+                graph,
+                goal_text,
+                start=start_spec,
+                time_limit_s=time_limit,
+                reduce=not no_reduce,
+                search="optimal" if optimal else "satisficing",
+            )
+        if not goal and not as_json:
+            console.print(f"[bold green]goal:[/] {escape(goal_text)}", highlight=False)
         if pddl_dir is not None and outcome.problem is not None:
             outcome.problem.write_pddl(pddl_dir)
         if as_json:
             sys.stdout.write(json.dumps(outcome.to_dict(), indent=2) + "\n")
         else:
-            console.print(outcome.render(), highlight=False)
+            console.print(outcome.render(), highlight=False, markup=False)
         if not outcome.solved:
             raise typer.Exit(2)
+
+
+def _check_start(store: Any, start: Any) -> None:
+    """Fail (naming --start) unless the plan has somewhere to start: an Agent node when --start is not
+    given, an existing node for a symbol; positions are checked by the planner."""
+    from scenerag.graph import ontology as ont
+
+    if start is None:
+        counts = store.schema().node_counts
+        if not counts.get(ont.AGENT):
+            _fail(
+                "the graph has no Agent node to start from: pass --start with a place symbol (e.g. the "
+                "robot's current place) or a position x,y,z"
+            )
+        return
+    if isinstance(start, str):
+        rows = store.query(
+            "MATCH (n) WHERE toLower(n.nodeSymbol) = toLower($s) RETURN n.nodeSymbol AS s LIMIT 1",
+            {"s": start},
+        ).rows
+        if not rows:
+            _fail(f"--start {start!r} is not a node of the graph: pass a place or Agent symbol, or x,y,z")
+
+
+#: exit status of an `update` that ran out of its --timeout (as coreutils' timeout)
+UPDATE_TIMEOUT_EXIT = 124
 
 
 @app.command()
@@ -496,27 +708,39 @@ def update(
     cypher_script: Annotated[
         str | None, typer.Option("--cypher", help="Apply this Cypher write instead of asking the LLM.")
     ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Total time limit in seconds for finding the write (model loading included); past it the "
+            "command stops with status 124 and changes nothing.",
+        ),
+    ] = 60.0,
+    quiet: QuietOption = False,
 ) -> None:
-    """Update the scene graph from natural language: the LLM finds the nodes and writes Cypher; it runs only
-    with --allow-write, the diff is shown, and `scenerag undo` reverts it."""
+    """Update the scene graph from natural language: the agent links the words to nodes, the LLM writes the
+    Cypher, it is checked against the graph and runs only with --allow-write; the diff is shown, and
+    `scenerag undo` reverts it."""
+    _check_limits(timeout)
     with _errors():
-        from scenerag.agents.scene_update import SceneUpdateAgent, split_statements
+        from scenerag.agents.scene_update import split_statements
         from scenerag.store.journal import UndoJournal, diff, snapshot
 
-        store = _open(db, create=False)
+        deadline = time.monotonic() + timeout
+        with _stages(quiet or cypher_script is not None) as progress:
+            progress.stage("opening the database", db)
+            store = _open(db, create=False)
+            try:
+                if cypher_script is not None:
+                    script = cypher_script
+                else:
+                    script = _model_write(instruction, store, llm, progress, deadline, timeout)
+            except BaseException:
+                store.close()
+                raise
         try:
-            if cypher_script is not None:
-                script = cypher_script
-            else:
-                from scenerag.llm import make_chat_model
-
-                result = SceneUpdateAgent(make_chat_model(llm), store).run_update(instruction)
-                if result.answer is None or result.error:
-                    _print_run(result, False, "write")
-                    _fail("the model did not produce a valid write")
-                script = result.answer or ""
             statements = split_statements(script)
-            console.print("[bold]write:[/]\n" + ";\n".join(statements), highlight=False)
+            console.print("[bold]write:[/]\n" + escape(";\n".join(statements)), highlight=False)
             if not allow_write:
                 console.print("[yellow]not applied[/]: re-run with --allow-write to change the graph")
                 return
@@ -529,10 +753,58 @@ def update(
                 return
             entry = UndoJournal.for_target(db).push(changes, instruction, statements)
             for line in changes.lines():
-                console.print(line, highlight=False)
+                console.print(line, highlight=False, markup=False)
             console.print(f"[dim]applied; undo with: scenerag undo --db {db}  (journal {entry.name})[/]")
         finally:
             store.close()
+
+
+def _model_write(
+    instruction: str, store: Any, llm: str | None, progress: Any, deadline: float, timeout: float
+) -> str:
+    """The write the update agent finds for ``instruction`` by ``deadline`` (model loading included).
+    Past the deadline: one line, and the process ends at once with status 124 (the model may still be
+    generating on a worker thread; nothing was written)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from scenerag.agents.scene_update import SceneUpdateAgent
+
+    def out_of_time() -> None:
+        _fail(
+            f"update: no write found within the {timeout:g} s limit (--timeout); nothing was changed. "
+            "Raise --timeout, use a faster --llm, or give the write yourself with --cypher",
+            UPDATE_TIMEOUT_EXIT,
+        )
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="scenerag-model")
+    try:
+        loading = pool.submit(_chat_model, llm, progress)
+        try:
+            model = loading.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            _exit_now(out_of_time)
+        agent = SceneUpdateAgent(model, store, progress=progress)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            _exit_now(out_of_time)
+        result = agent.run_update(instruction, timeout_s=left)
+    finally:
+        pool.shutdown(wait=False)
+    if result.context.get("timed_out"):
+        _exit_now(out_of_time)
+    return _accepted(result, "write", "the model did not produce a valid write")
+
+
+def _exit_now(report: Callable[[], None]) -> None:
+    """Print ``report``'s line and end the process at once: a model still generating on a worker thread
+    cannot be stopped, and interpreter shutdown would wait for it (the database was only read)."""
+    try:
+        report()
+    except typer.Exit as exc:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exc.exit_code)
 
 
 @app.command()
@@ -546,7 +818,7 @@ def undo(db: DbOption) -> None:
             entry = UndoJournal.for_target(db).pop(store)
         finally:
             store.close()
-        console.print(f"reverted: {entry['description']}", highlight=False)
+        console.print(f"reverted: {entry['description']}", highlight=False, markup=False)
 
 
 @app.command()
@@ -569,28 +841,48 @@ def export(
 
 
 def _vectors_home(db: str) -> Path:
-    from scenerag.store import is_bolt_uri
+    from scenerag.retrieval.entity_store import vectors_home
 
-    if is_bolt_uri(db):
-        import hashlib
-        import os
-
-        digest = hashlib.sha256(db.split("@")[-1].encode()).hexdigest()[:16]
-        return (
-            Path(os.environ.get("SCENERAG_CACHE", Path.home() / ".cache" / "scenerag")) / "vectors" / digest
-        )
-    return Path(db)
+    return vectors_home(db)
 
 
 EmbedderOption = Annotated[
-    str, typer.Option("--embedder", help="minilm (offline default), st:/path/to/model, openai:MODEL.")
+    str,
+    typer.Option(
+        "--embedder",
+        help="minilm (offline default: all-MiniLM-L6-v2 in numpy), minilm-st (the same through torch), "
+        "st:/path/to/model, openai:MODEL.",
+    ),
 ]
 
 
 @app.command()
 def index(db: DbOption, embedder: EmbedderOption = "minilm") -> None:
-    """Build or update the entity vector index of the database's graph (only changed nodes are embedded)."""
+    """Build or update the entity vector index of the database's graph (only changed nodes are embedded;
+    when nothing was written to the database since the last run, it says so without opening it)."""
     with _errors():
+        from scenerag.retrieval.entity_store import (
+            database_fingerprint,
+            read_source_record,
+            vectors_dir,
+            write_source_record,
+        )
+
+        start = time.perf_counter()
+        home = vectors_dir(_vectors_home(db))
+        fingerprint = database_fingerprint(db)
+        record = read_source_record(home)
+        if (
+            fingerprint is not None
+            and record.get("fingerprint") == fingerprint
+            and record.get("embedder") == embedder
+        ):
+            console.print(
+                f"up to date: {record.get('nodes')} nodes indexed, nothing written to {db} since "
+                f"({time.perf_counter() - start:.2f} s) -> {home}",
+                highlight=False,
+            )
+            return
         from scenerag.retrieval import EntityStore, make_embedder
         from scenerag.store.export import export_graph
 
@@ -603,7 +895,10 @@ def index(db: DbOption, embedder: EmbedderOption = "minilm") -> None:
         with _progress() as update:
             report = entities.sync(graph, progress=update)
         path = entities.save()
-        console.print(f"{report} -> {path}", highlight=False)
+        fingerprint = database_fingerprint(db)  # after the store closed: what a later run will see
+        if fingerprint is not None:
+            write_source_record(path, fingerprint=fingerprint, embedder=embedder, nodes=len(entities))
+        console.print(f"{report.summary()} -> {path}", highlight=False)
 
 
 @app.command()
@@ -614,10 +909,16 @@ def search(
     label: Annotated[list[str] | None, typer.Option("--label", help="Only nodes with this label.")] = None,
     embedder: EmbedderOption = "minilm",
 ) -> None:
-    """Semantic entity search over the index built by `scenerag index`."""
+    """Semantic entity search over the index built by `scenerag index` (the database is not opened)."""
     with _errors():
         from scenerag.retrieval import EntityStore, make_embedder
+        from scenerag.retrieval.entity_store import vectors_dir
+        from scenerag.retrieval.vector_index import META_FILE
 
+        if k < 1:
+            _fail(f"-k must be at least 1 (got {k})")
+        if not (vectors_dir(_vectors_home(db)) / META_FILE).exists():
+            _fail(f"no entity index for {db}: build it with `scenerag index --db {db}`")
         entities = EntityStore.open(_vectors_home(db), make_embedder(embedder))
         if len(entities) == 0:
             _fail(f"no entity index for {db}: build it with `scenerag index --db {db}`")
@@ -629,9 +930,9 @@ def search(
             table.add_row(
                 hit.symbol,
                 f"{hit.score:.3f}",
-                hit.matched_text,
-                str(meta.get("label")),
-                str(meta.get("class")),
+                _cell(hit.matched_text),
+                _cell(meta.get("label")),
+                _cell(meta.get("class")),
             )
         console.print(table)
 
@@ -713,9 +1014,11 @@ def build(
             cfg = cfg.with_overrides(overrides)
         with rich_progress("building") as update:
             report = run_build(sequence, out, cfg, progress=update, layout=layout, force=force)
-        console.print(report.to_text(), highlight=False)
+        console.print(report.to_text(), highlight=False, markup=False)
         if evaluate:
-            console.print(evaluate_build(report.artifacts, config=cfg).to_text(), highlight=False)
+            console.print(
+                evaluate_build(report.artifacts, config=cfg).to_text(), highlight=False, markup=False
+            )
 
 
 @app.command()
@@ -740,15 +1043,18 @@ def serve(
         bool, typer.Option("--stdio", help="Serve MCP over stdin/stdout instead of HTTP.")
     ] = False,
 ) -> None:
-    """HTTP API + MCP server exposing cypher_query (read-only), schema, ask, ground, plan, retrieve_subgraph."""
+    """HTTP API + MCP server exposing cypher_query (read-only), schema, ask, ground, plan, retrieve_subgraph.
+    The model (--llm, default local; none: no model) loads in the background; /health says when it is ready.
+    Other scenerag commands on the same --db go through the server while it runs."""
     with _errors():
         from scenerag.serve import serve as serve_http
         from scenerag.serve import serve_mcp_stdio
 
+        spec = llm if llm is not None else os.environ.get("SCENERAG_LLM") or "local"
         if stdio:
-            serve_mcp_stdio(db, llm=llm, embedder=embedder)
+            serve_mcp_stdio(db, llm=spec, embedder=embedder)
         else:
-            serve_http(db, host, port, token, llm=llm, allow_write=allow_write, embedder=embedder)
+            serve_http(db, host, port, token, llm=spec, allow_write=allow_write, embedder=embedder)
 
 
 @app.command()
@@ -763,10 +1069,14 @@ def view(
     html: Annotated[
         Path | None, typer.Option("--html", help="Write a self-contained HTML page instead.")
     ] = None,
-    highlight: Annotated[list[str] | None, typer.Option("--highlight", help="Symbols to highlight.")] = None,
+    highlight: Annotated[
+        list[str] | None,
+        typer.Option("--highlight", help="Node symbols to highlight, comma-separated or repeated: O3,R1."),
+    ] = None,
 ) -> None:
     """3D web viewer: the hierarchy as layered nodes and edges, ask questions and see the answer's nodes
     highlighted with the Cypher that found them. --png / --html export a static view for reports."""
+    marked = _symbols(highlight)
     with _errors():
         if png is not None or html is not None:
             from scenerag.store.export import export_graph
@@ -778,16 +1088,21 @@ def view(
             finally:
                 store.close()
             if png is not None:
-                export_png(graph, png, highlight=highlight or ())
+                export_png(graph, png, highlight=marked)
                 console.print(f"wrote {png}")
             if html is not None:
-                export_html(graph, html, highlight=highlight or ())
+                export_html(graph, html, highlight=marked)
                 console.print(f"wrote {html}")
             return
         from scenerag.viz import run_viewer
 
-        console.print(f"viewer on http://{host}:{port} (Ctrl-C to stop)")
-        run_viewer(db, host, port, llm)
+        model = llm or os.environ.get("SCENERAG_LLM") or "local"  # the default of every --llm
+        run_viewer(db, host, port, None if model.lower() == "none" else model, highlight=marked)
+
+
+def _symbols(values: list[str] | None) -> list[str]:
+    """Symbols from repeated and comma-separated option values (``O3,R1`` ``--highlight P5``)."""
+    return list(dict.fromkeys(s.strip() for v in values or () for s in v.split(",") if s.strip()))
 
 
 def _demo_data_dirs() -> list[Path]:
@@ -892,10 +1207,12 @@ def demo(
                 store.load(graph, progress=update)
             console.print(f"loaded into {db} (embedded ArcadeDB) in {time.perf_counter() - start:.2f} s\n")
             console.print("[bold]Schema the LLM sees:[/]")
-            console.print(store.schema_text(), highlight=False)
+            console.print(store.schema_text(), highlight=False, markup=False)
             for question, query in _demo_queries(store, graph):
                 result = store.query(query)
-                console.print(f"\n[bold cyan]Q:[/] {question}\n[dim]{query}[/]", highlight=False)
+                console.print(
+                    f"\n[bold cyan]Q:[/] {escape(question)}\n[dim]{escape(query)}[/]", highlight=False
+                )
                 table = Table()
                 for col in result.columns:
                     table.add_column(col)
@@ -905,7 +1222,9 @@ def demo(
             try:
                 store.query("MATCH (o:Object) SET o.class = 'bag'")
             except SceneRagError as exc:
-                console.print(f"\n[bold]A write in read-only mode is refused:[/] {str(exc).splitlines()[0]}")
+                console.print(
+                    f"\n[bold]A write in read-only mode is refused:[/] {escape(str(exc).splitlines()[0])}"
+                )
             expected = _demo_expected(store)
             if use_llm:
                 _demo_agent(store, llm, expected)
@@ -934,7 +1253,11 @@ def _demo_expected(store: Any) -> list[tuple[str, str, list[str]]]:
     for task, text, query, template in DEMO_AGENT_TASKS:
         solutions = [template.format(row["answer"]) for row in store.query(query).rows]
         shown = " or ".join(solutions) if solutions else "none (nothing in this graph fits)"
-        console.print(f"  expected: {text} -> {shown}\n  [dim]{query}[/]", highlight=False, soft_wrap=True)
+        console.print(
+            f"  expected: {escape(text)} -> {escape(shown)}\n  [dim]{escape(query)}[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
         out.append((task, text, solutions))
     return out
 
@@ -943,15 +1266,24 @@ def _demo_agent(store: Any, llm: str | None, expected: list[tuple[str, str, list
     from scenerag.agents import CypherAgent, CypherAgentConfig
     from scenerag.eval.questions import Question
     from scenerag.llm import make_chat_model
+    from scenerag.progress import ProgressChatModel
 
-    model = make_chat_model(llm)
+    with _stages(False) as progress:
+        progress.stage("loading the model", llm or os.environ.get("SCENERAG_LLM") or "local")
+        model = make_chat_model(llm)
     console.print(
         f"\n[bold]LLM agent[/] ({model.name}) writes read-only Cypher to answer; this takes a while on a CPU."
     )
-    agent = CypherAgent(model, store, CypherAgentConfig(max_tool_calls=3))
     for task, text, solutions in expected:
-        console.print(f"\n[bold cyan]{'Q' if task == 'qa' else 'Instruction'}:[/] {text}")
-        result = agent.run(text, task=task)  # type: ignore[arg-type]
+        console.print(f"\n[bold cyan]{'Q' if task == 'qa' else 'Instruction'}:[/] {escape(text)}")
+        with _stages(False) as progress:
+            agent = CypherAgent(
+                ProgressChatModel(model, progress),
+                store,
+                CypherAgentConfig(max_tool_calls=3),
+                progress=progress,
+            )
+            result = agent.run(text, task=task)  # type: ignore[arg-type]
         _print_run(result, False, "answer" if task == "qa" else "goal")
         comparator = "SLDP" if task == "qa" else "PDDL"
         if solutions:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from scenerag.agents.words import Words, load_words
 from scenerag.graph.ontology import SYMBOL_KEY, has_symbol_shape
 from scenerag.lang.sldp import (
     SldpDict,
@@ -34,18 +35,11 @@ NOT_FOUND = "<>"
 
 _AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stdev|percentile\w*)\s*\(", re.I)
 _LIMIT1 = re.compile(r"\bLIMIT\s+1\b", re.I)
-_ORDER_WORDS = re.compile(
-    r"\b(order|ordered|sorted|sort|rank|ranked|ascending|descending|in sequence)\b", re.I
-)
 
 
-_YES_NO = re.compile(r"\s*(is|are|does|do|can|has|have|was|were|could|should)\b", re.I)
-_ASKS_WHICH = re.compile(r"\b(which|what|where|list|name|give|how)\b", re.I)
-
-
-def is_yes_no_question(question: str) -> bool:
-    """ "Are the lounge and R5 connected?" (not "Is there a bag? Which one?")."""
-    return bool(_YES_NO.match(question)) and not _ASKS_WHICH.search(question)
+def is_yes_no_question(question: str, words: Words | None = None) -> bool:
+    """ "Are the lounge and R5 connected?" (not "Is there a bag? Which one?"); the language's words."""
+    return (words or load_words()).is_yes_no(question)
 
 
 def _is_point(v: Any) -> bool:
@@ -135,13 +129,16 @@ def format_rows(
     query: str = "",
     question: str = "",
     answer_type: str | None = None,
+    words: Words | None = None,
 ) -> str | None:
-    """SLDP text of the answer held by ``rows`` (see the module docstring), or None when unclear."""
+    """SLDP text of the answer held by ``rows`` (see the module docstring), or None when unclear. ``words``:
+    the language the question is read in (yes/no, pairs, positions, order)."""
+    words = words or load_words()
     columns = list(columns) or (list(rows[0]) if rows else [])
     rows = [{k: _as_symbol(v) for k, v in r.items()} for r in rows]
     cells_all = [v for r in rows for v in r.values()]
-    if len(cells_all) == 1 and isinstance(cells_all[0], bool) and is_yes_no_question(question):
-        return "yes" if cells_all[0] else "no"  # "Is the lounge next to R5?" is answered as a person would
+    if len(cells_all) == 1 and isinstance(cells_all[0], bool) and words.is_yes_no(question):
+        return words.yes_no(cells_all[0])  # "Is the lounge next to R5?" is answered as a person would
     if not rows or not columns:
         return "0" if answer_type == "number" and _AGGREGATE.search(query or "") is None else NOT_FOUND
     single = bool(_LIMIT1.search(query)) or (
@@ -149,7 +146,7 @@ def format_rows(
     )
     if (
         len(columns) == 2
-        and re.search(r"\bpairs?\b", question, re.I)
+        and words.has_any(question, words.pair_words)
         and answer_type in (None, "set", "list")
     ):
         pairs = _symbol_pairs(columns, rows)
@@ -161,18 +158,17 @@ def format_rows(
         return None
     if answer_type is None and len(columns) == 2 and len(rows) > 1:
         # two columns that are not key/value (e.g. symbol + position): the answer column is unclear
-        wants_position = re.search(r"\b(where|position|location|coordinates?)\b", question, re.I)
+        wants_position = words.has_any(question, words.position_words)
         constant = [c for c in columns if len({str(r.get(c)) for r in rows}) == 1]
         if len(constant) == 1 and all(has_symbol_shape(r.get(c)) for r in rows for c in columns):
             # (R4, R2), (R4, R5): the named node repeats beside its neighbours, which answer
-            return _as_set_or_list([c for c in columns if c not in constant], rows, None, question, query)
+            return _as_set_or_list([c for c in columns if c not in constant], rows, None, False)
         if not wants_position:
-            return _as_set_or_list(columns, rows, None, question, query)
+            return _as_set_or_list(columns, rows, None, _asks_order(question, query, words))
     col = _pick_column(
         columns,
         rows,
-        answer_type
-        or ("point" if re.search(r"\b(where|position|location|coordinates?)\b", question, re.I) else None),
+        answer_type or ("point" if words.has_any(question, words.position_words) else None),
     )
     cells = [r.get(col) for r in rows]
     if answer_type in ("number", "string", "point") or (answer_type is None and single and len(rows) == 1):
@@ -188,15 +184,18 @@ def format_rows(
             cell = cell[0]
         value = _value(cell)
         return format_sldp(value) if value is not None else None
-    return _as_set_or_list([col], rows, answer_type, question, query)
+    return _as_set_or_list([col], rows, answer_type, _asks_order(question, query, words))
+
+
+def _asks_order(question: str, query: str, words: Words) -> bool:
+    """Whether the question asks for an order (its words) that the query's ORDER BY gives."""
+    return words.has_any(question, words.order_words) and "ORDER BY" in query.upper()
 
 
 def _as_set_or_list(
-    columns: list[str], rows: list[dict[str, Any]], answer_type: str | None, question: str, query: str
+    columns: list[str], rows: list[dict[str, Any]], answer_type: str | None, asks_order: bool
 ) -> str | None:
-    ordered = answer_type == "list" or (
-        answer_type is None and bool(_ORDER_WORDS.search(question)) and "ORDER BY" in query.upper()
-    )
+    ordered = answer_type == "list" or (answer_type is None and asks_order)
     items: list[SldpValue] = []
     for row in rows:
         cells = _flatten([row.get(c) for c in columns])

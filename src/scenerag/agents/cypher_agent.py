@@ -1,83 +1,86 @@
 """``CypherAgent``: questions and instructions over a scene graph, answered by LLM-written Cypher.
 
-Built for small local models and cheap for large ones; one pipeline, every stage testable on its own:
+One pipeline, each stage general over graphs and phrasings (words of a language live in data files,
+:mod:`scenerag.agents.words`):
 
-1. **link** the question's mentions to stored values and symbols (:mod:`~scenerag.agents.linking`);
-2. **retrieve** the k most similar worked examples, generated from the live graph
+1. **plan** (agentic QA): the model says whether the question is one step or numbered steps whose later
+   ones use the first one's answer (``#1``), decoded under a grammar (:mod:`~scenerag.agents.plan`); each
+   step runs this pipeline and its node symbols fill the next step;
+2. **link** the question's mentions to stored values and symbols (:mod:`~scenerag.agents.linking`);
+3. **retrieve** the most similar worked examples generated from the live graph
    (:mod:`~scenerag.agents.examples`), by the question with its mentions masked;
-3. **generate** one query (QA) or a query plus a goal sketch (PDDL) in one plain-text reply — a short
-   static system prompt (schema + rules, whose KV state a local model keeps) and a per-question user turn;
-4. **check** it against the question (linked things it ignores, symbols and classes it never mentioned: sent
-   back once) and the schema (:mod:`~scenerag.agents.cypher_check`, plus the repairs of
-   :mod:`~scenerag.agents.query_repair`: classes as labels, symbols as classes, a distance query pinned to
-   its own reference node), **run** it read-only, and (``agentic``) send errors or an unexpected empty
-   result back with a diagnosis, up to ``max_tool_calls`` queries; a correction that repeats a failed query
-   is sampled again;
-5. **format** the rows as SLDP without another LLM call when their shape is clear
-   (:mod:`~scenerag.agents.answer_format`); PDDL sketches are resolved to symbols and every symbol
-   checked (:mod:`~scenerag.agents.goal_sketch`, :class:`~scenerag.agents.grounding.PddlGrounder`).
+4. **generate** candidate queries — greedy first; more, sampled from the same prompt evaluation, when the
+   first does not hold up (or always, ``vote="always"``) — decoded by local models under a grammar built
+   from the live schema (:mod:`~scenerag.agents.cypher_grammar`): only its labels, relationship types in
+   the directions the graph has, its property keys and values;
+5. **check, repair, run** each candidate: the schema checks of :mod:`~scenerag.agents.cypher_check` and the
+   repairs of :mod:`~scenerag.agents.query_repair` (forms that cannot run or cannot mean anything, never
+   a rewrite from the question's wording), read-only, time-limited, row-capped;
+6. **grade and vote** (:mod:`~scenerag.agents.voting`): errors, suspicious empty results, answers of the
+   wrong kind or layer and queries that ignore what the question names lose; the answers of the best
+   grade vote. With no good candidate (``agentic``) the best one goes back with a diagnosis, up to
+   ``max_tool_calls`` rounds; a query the model writes again after being told is taken as meant;
+7. **format** rows as SLDP without another LLM call (:mod:`~scenerag.agents.answer_format`). Instructions
+   become PDDL goal sketches whose arguments are resolved through queries and checked
+   (:mod:`~scenerag.agents.goal_sketch`, :class:`~scenerag.agents.grounding.PddlGrounder`).
 
-``feedforward`` runs one query and never retries; ``with_schema=False`` leaves the schema out of the prompt.
+``feedforward`` runs one round and never corrects; ``with_schema=False`` leaves the schema out of the prompt.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from scenerag.agents import prompts
-from scenerag.agents.answer_format import NOT_FOUND, format_rows, is_yes_no_question
+from scenerag.agents.answer_format import NOT_FOUND, format_rows
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
+from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
-from scenerag.agents.decompose import SPLIT_PROMPT, needs_split, parse_split, split_by_form, substitute
 from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example
-from scenerag.agents.goal_sketch import SketchError, resolve_sketch
+from scenerag.agents.goal_sketch import SketchError, resolve_sketch, sketch_grammar
 from scenerag.agents.grounding import PddlGrounder
-from scenerag.agents.linking import EntityLinker, Link, mask_question
+from scenerag.agents.linking import EntityLinker, Link, mask_question, word_forms
+from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
+    bind_path_variable,
     carry_dropped_variables,
     center_arguments,
     choice_column_only,
-    choice_from_comparison,
-    class_symbol_conflict,
     count_grouped_by_itself,
-    detach_measured_container,
-    drop_class_filters,
     drop_idle_sibling,
+    drop_idle_with,
     drop_return_trip,
-    drop_scope_classes,
     extreme_in_with,
-    fill_ignored_values,
-    height_for_self_distance,
     holder_classes,
+    inline_patterns,
+    measure_the_counted_node,
     merge_union_by_symbol,
-    name_the_named,
-    nearest_for_center_equality,
-    order_by_superlative,
     others_for_self_distance,
-    pick_of_two_named,
     repair_mentions,
     repair_node_operators,
     repair_query,
-    repair_singleton_pairs,
     repair_symbol_layers,
     return_the_neighbour,
+    split_subquery_alternatives,
     split_subquery_arithmetic,
-    superlative_for_bound,
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
     widen_shortest_paths,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
+from scenerag.agents.voting import Grade, Outcome, vote
+from scenerag.agents.words import Words, load_words
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
-from scenerag.llm.base import ChatModel, LLMError, Message
+from scenerag.llm.base import ChatModel, LLMError, Message, sample_replies
+from scenerag.progress import SILENT, StageProgress
 from scenerag.store.base import GraphStore, QueryResult
 
 if TYPE_CHECKING:
@@ -90,11 +93,14 @@ __all__ = [
     "invented_symbols",
     "parse_reply",
     "shape_mismatch",
-    "sketch_problems",
     "unused_links",
 ]
 
 Mode = Literal["agentic", "feedforward"]
+VotePolicy = Literal["adaptive", "always"]
+
+#: symbols listed in the grammar one by one up to this many; above, any symbol-shaped string may be written
+_MAX_GRAMMAR_SYMBOLS = 5000
 
 
 @dataclass
@@ -103,14 +109,28 @@ class CypherAgentConfig:
 
     mode: Mode = "agentic"
     with_schema: bool = True
-    #: queries per question (agentic: the first plus corrections)
+    #: rounds of queries per question (agentic: the first plus corrections)
     max_tool_calls: int = 3
+    #: candidate queries per round to vote over (1: greedy only)
+    candidates: int = 3
+    #: "adaptive": in the first round, sample the other candidates only when the greedy query does not hold
+    #: up (agentic only: feedforward is one reply; corrections are one reply each); "always": every round
+    #: decodes ``candidates`` replies and votes
+    vote: VotePolicy = "adaptive"
+    temperature: float = 0.7
+    #: decode local models under a grammar built from the live schema
+    grammar: bool = True
+    #: typed multi-step plans (agentic QA only)
+    plan: bool = True
     #: worked examples retrieved into the prompt (0: none); instructions get fewer: the 1.5B model copies
     #: the predicates of whatever examples it sees
     examples_k: int = 6
     examples_k_pddl: int = 4
     #: user example files (YAML) added to the generated ones
     example_files: tuple[str, ...] = ()
+    #: the language of questions (``agents/words/<language>.yaml``) and extra lexicon files (YAML)
+    language: str = "en"
+    lexicon_files: tuple[str, ...] = ()
     link_entities: bool = True
     #: embedder spec for example retrieval and linking ("none": word overlap and rules only)
     embedder: str = "minilm-numpy"
@@ -118,11 +138,11 @@ class CypherAgentConfig:
     max_rows: int = 200
     result_budget_tokens: int = 300
     max_reply_tokens: int = 200
-    #: rewrite classes-used-as-labels and wrong-case values before running (reported in the result)
+    #: repair forms that cannot run (classes as labels, wrong case, missing containment hops) before running
     auto_repair: bool = True
-    #: answer a question worded as two steps ("Which room is the light closest to the bike in?") as two
-    #: simple questions, the second about the first one's nodes (agentic QA only)
-    decompose: bool = True
+    #: wall-clock seconds after which a question starts no new round, plan or sample (the best answer so far
+    #: is given); None: no limit. It bounds the slowest questions; on a slower machine it cuts in sooner
+    time_budget_s: float | None = 20.0
 
     @property
     def name(self) -> str:
@@ -133,6 +153,7 @@ _QA_INTRO = (
     "You translate questions about a robot's 3D scene graph into one read-only Neo4j Cypher query over "
     "its graph database."
 )
+QA_SYSTEM_START = _QA_INTRO
 _QA_RULES = (
     "Rules: kinds of things are values of the class property, never labels: ({var}:{leaf} {{class: '{cls}'}}). "
     "{containment}*_CONNECTED edges are "
@@ -142,16 +163,17 @@ _QA_RULES = (
 )
 
 
-def qa_rules(schema: GraphSchema) -> str:
-    """The rules of the QA prompt, with the graph's own leaf label, a class of it and the containment
-    hop a model most often writes wrong (the deepest container that holds leaves only through another
-    layer: Hydra's rooms through places, a KeySG building's floors through rooms)."""
+def qa_rules(schema: GraphSchema, common_class: str | None = None) -> str:
+    """The rules of the QA prompt, with the graph's own leaf label, a class of it (``common_class``, else
+    the first listed) and the containment hop a model most often writes wrong (the deepest container that
+    holds leaves only through another layer: Hydra's rooms through places, a KeySG building's floors
+    through rooms)."""
     roles = GraphRoles.from_schema(schema)
     leaf = roles.leaf or ont.OBJECT
     info = schema.node_properties.get(leaf, {}).get(ont.CLASS_KEY)
     plain = _layer_word(leaf, plural=False)
     values = [v for v in (info.values or []) if v.lower() != plain] if info is not None else []
-    cls = next((v for v in ("seating", "chair") if v in values), values[0] if values else "chair")
+    cls = common_class or (values[0] if values else plain)
     direct = {(a, b) for (a, t, b) in schema.patterns if t == ont.CONTAINS}
     containment = ""
     for chain in schema.containment_chains():
@@ -174,9 +196,15 @@ def _layer_word(label: str, *, plural: bool = True) -> str:
     return word + "s" if plural else word
 
 
+_PDDL_INTRO = (
+    "You turn instructions for a robot into PDDL goal sketches over its 3D scene graph, "
+    "querying the graph database with Cypher when needed."
+)
+PDDL_SYSTEM_START = _PDDL_INTRO
 _PDDL_RULES = (
     "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25) or, in brackets, "
-    "what the instruction calls the node: [seating], [box closest to the bag]. (all ...) means every one, "
+    "what the instruction calls the node with all it says of it: [{a}], [{a} closest to the {b}], "
+    "[{b} in {r}]. (all ...) means every one, "
     "otherwise any one will do. Ordered steps: visited-* for the earlier steps, at-*/in-room for the last. "
     "Avoiding a room means never visiting it: (not (visited-room ...)).\nReply with Goal: ... only."
 )
@@ -206,17 +234,24 @@ class CypherAgent:
         embedder: Embedder | None = None,
         library: ExampleLibrary | None = None,
         linker: EntityLinker | None = None,
+        progress: StageProgress | None = None,
     ) -> None:
         self.model = model
         self.store = store
         self.config = config or CypherAgentConfig()
         self.domain = domain
-        self.grounder = PddlGrounder(store, domain)
+        self.progress = progress or SILENT  # stage lines (scenerag.progress); silent by default
+        self.grounder = PddlGrounder(store, domain, progress=self.progress)
+        self.words: Words = load_words(self.config.language, self.config.lexicon_files)
         self._embedder = embedder
         self._library = library
         self._linker = linker
+        self._planner: Planner | None = None
         self._phrase_state: RunState | None = None
         self._labels_of_symbols: dict[str, str] = {}  # node labels never change: looked up once per symbol
+        self._strings: tuple[frozenset[str], bool] | None = None
+        self._deadline: float | None = None
+        self._system: dict[str, str] = {}
 
     @property
     def name(self) -> str:
@@ -235,7 +270,7 @@ class CypherAgent:
 
     def linker(self) -> EntityLinker:
         if self._linker is None:
-            self._linker = EntityLinker(self.store, embedder=self.embedder())
+            self._linker = EntityLinker(self.store, embedder=self.embedder(), words=self.words)
         return self._linker
 
     def library(self) -> ExampleLibrary:
@@ -248,25 +283,68 @@ class CypherAgent:
             )
         return self._library
 
+    def planner(self) -> Planner:
+        if self._planner is None:
+            self._planner = Planner(self.store, self.words)
+        return self._planner
+
     # -- prompts ----------------------------------------------------------------------------------------
     def system_prompt(self, task: Task) -> str:
         """The static part (cached by local models): intro, schema, rules."""
+        if task in self._system:
+            return self._system[task]
         schema = (
             prompts.schema_block(self.store.schema())
             if self.config.with_schema
             else prompts.no_schema_block()
         )
         if task == "pddl":
-            return "\n\n".join(
+            a, b, r = self._rule_words()
+            text = "\n\n".join(
                 [
-                    "You turn instructions for a robot into PDDL goal sketches over its 3D scene graph, "
-                    "querying the graph database with Cypher when needed.",
+                    _PDDL_INTRO,
                     schema,
                     "Goal predicates:\n" + self.domain.describe(),
-                    _PDDL_RULES,
+                    _PDDL_RULES.format(a=a, b=b, r=r),
                 ]
             )
-        return "\n\n".join([_QA_INTRO, schema, qa_rules(self.store.schema())])
+        else:
+            text = "\n\n".join([_QA_INTRO, schema, qa_rules(self.store.schema(), self._common_class())])
+        self._system[task] = text
+        return text
+
+    def _rule_words(self) -> tuple[str, str, str]:
+        """Two leaf classes and a region symbol of this graph, for the instruction rules' examples."""
+        roles = GraphRoles.from_schema(self.store.schema())
+        classes = [
+            value
+            for (label, key, value), nodes in sorted(
+                self.linker().vocabulary().members.items(), key=lambda kv: -len(kv[1])
+            )
+            if label == roles.leaf and key == ont.CLASS_KEY and nodes
+        ]
+        regions = (
+            self.store.query(
+                f"MATCH (r:`{roles.region}`) RETURN r.{ont.SYMBOL_KEY} AS s ORDER BY s LIMIT 1"
+            ).rows
+            if roles.region
+            else []
+        )
+        a = classes[0].replace("_", " ") if classes else "object"
+        b = classes[1].replace("_", " ") if len(classes) > 1 else a
+        return a, b, str(regions[0]["s"]) if regions else "R1"
+
+    def _common_class(self) -> str | None:
+        """The leaf class with the most nodes (for the rules' example)."""
+        if not self.config.link_entities:
+            return None
+        leaf = GraphRoles.from_schema(self.store.schema()).leaf
+        members = [
+            (len(nodes), value)
+            for (label, key, value), nodes in self.linker().vocabulary().members.items()
+            if label == leaf and key == ont.CLASS_KEY and nodes
+        ]
+        return max(members)[1] if members else None
 
     def user_prompt(
         self,
@@ -292,94 +370,159 @@ class CypherAgent:
             )
         return "\n\n".join(parts)
 
+    def grammar(self, question: str) -> str | None:
+        """The GBNF grammar for queries about ``question`` (None when the model cannot follow one, or the
+        grammar is off)."""
+        if not self.config.grammar or not getattr(self.model, "supports_grammar", False):
+            return None
+        strings, pattern = self._grammar_strings()
+        return cypher_grammar(
+            self.store.schema(), strings | question_strings(question), symbol_pattern=pattern
+        ).text
+
+    def _grammar_strings(self) -> tuple[frozenset[str], bool]:
+        """String values any query may use: stored values, symbols, unseen classes, answer words; and whether
+        symbols are too many to list (then any symbol-shaped string is allowed)."""
+        if self._strings is None:
+            vocab = self.linker().vocabulary()
+            rows = self.store.query(
+                f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} IS NOT NULL RETURN n.{ont.SYMBOL_KEY} AS s",
+                max_rows=_MAX_GRAMMAR_SYMBOLS + 1,
+            ).rows
+            symbols = {str(r["s"]) for r in rows}
+            pattern = len(rows) > _MAX_GRAMMAR_SYMBOLS
+            names = {name for name in vocab.names}
+            values = set(vocab.values) | set(vocab.unseen) | names | set(self.words.answer_words)
+            self._strings = (frozenset(values | (set() if pattern else symbols)), pattern)
+        return self._strings
+
     # -- run --------------------------------------------------------------------------------------------
     def run(self, question: str, *, task: Task = "qa", answer_type: str | None = None) -> AgentResult:
         """Answer ``question`` (``task="qa"``, SLDP) or ground it (``task="pddl"``, a PDDL goal).
 
-        A question worded as two steps (:func:`~scenerag.agents.decompose.needs_split`) is first split and
-        answered step by step; when a step fails the whole question is answered in one go after all."""
+        Agentic QA answers in one query first; when no candidate of the first round holds up, the model plans
+        the question, and a plan of several steps is answered step by step (its answer is taken when its last
+        step holds up; otherwise the one-query attempt goes on with corrections)."""
         start = time.perf_counter()
-        earlier: list[AgentResult] = []
-        result = None
-        if task == "qa" and self.config.decompose and self.config.mode != "feedforward":
-            result = self._run_in_steps(question, answer_type, earlier)
-        if result is None:
-            result = self._run_once(question, task=task, answer_type=answer_type)
-        for before in reversed(earlier):
-            _absorb(result, before)
+        outermost = self._deadline is None
+        if outermost and self.config.time_budget_s is not None:
+            self._deadline = start + self.config.time_budget_s
+        try:
+            result = self._run_once(question, task=task, answer_type=answer_type, allow_plan=True)
+        finally:
+            if outermost:
+                self._deadline = None
         result.question = question
         result.wall_s = time.perf_counter() - start
+        self.progress.stage("answer")
         return result
 
-    def _container_words(self) -> list[str]:
-        """The graph's words for nodes that hold others: layer names and the classes of its regions."""
-        schema = self.store.schema()
-        words = {
-            w
-            for chain in schema.containment_chains()
-            for label in chain[:-1]
-            for w in (_layer_word(label, plural=False), " ".join(re.findall(r"[A-Z]?[a-z]+", label)).lower())
-        }
-        region = GraphRoles.from_schema(schema).region
-        info = schema.node_properties.get(region or "", {}).get(ont.CLASS_KEY)
-        return sorted(words | {v.lower() for v in (info.values or [])} if info is not None else words)
+    def _out_of_time(self, state: RunState) -> bool:
+        """Whether the question's time budget is spent (then no new round, plan or sample starts)."""
+        late = self._deadline is not None and time.perf_counter() > self._deadline
+        if late:
+            state.result.context["out_of_time"] = True
+        return late
 
-    def _run_in_steps(
+    def _plan(self, question: str, earlier: list[AgentResult]) -> Plan | None:
+        """The model's plan for ``question`` (one call, grammar-constrained where the model can follow it)."""
+        planner = self.planner()
+        self.progress.stage("planning", "the first query did not hold up: asking for steps")
+        state = RunState(AgentResult(self.name, question, "qa", None))
+        mark = time.perf_counter()
+        state.messages = [Message.system(planner.system), Message.user(planner.user(question))]
+        resp = self.model.chat(
+            state.messages,
+            max_tokens=90,
+            stop=["\n\n", "\nQ:"],
+            temperature=0.0,
+            seed=0,
+            grammar=PLAN_GRAMMAR.text if getattr(self.model, "supports_grammar", False) else None,
+        )
+        state.add_usage(resp.usage)
+        state.messages.append(Message.assistant(resp.message.content))
+        state.result.context["timings_s"] = {"plan": time.perf_counter() - mark}
+        plan = parse_plan(resp.message.content)
+        state.result.context["plan"] = list(plan.steps) if plan is not None else None
+        earlier.append(state.finish())
+        return plan
+
+    def _dropped_by_plan(self, plan: Plan, question: str) -> list[str]:
+        """What the question names that no step of ``plan`` names any more (by the linker: a mention, one of
+        its word forms, the value or a member symbol): a plan that loses an entity answers another question."""
+        said = " ".join(plan.steps).lower()
+        words = set(re.findall(r"[a-z0-9_]+", said))
+        dropped = []
+        for link in self.linker().link(question):
+            forms = {f for m in link.mentions for f in word_forms(m.lower())} | {link.value.lower()}
+            forms |= {s.lower() for s in link.symbols}
+            if not any((f in words) or (" " in f and f in said) for f in forms):
+                dropped.append(link.mention)
+        return dropped
+
+    def _run_planned(
         self, question: str, answer_type: str | None, earlier: list[AgentResult]
     ) -> AgentResult | None:
-        """Answer a two-step question as two simple ones: the first names nodes, the second asks about them.
-        None (with what was spent in ``earlier``) when the question is not two steps or a step fails."""
-        containers = self._container_words()
-        if not needs_split(question, containers):
+        """Answer ``question`` by the model's plan, step by step; None (what was spent in ``earlier``) when the
+        plan is one step, is no real decomposition (:func:`plan_problem`), or a step finds no nodes."""
+        plan = self._plan(question, earlier)
+        if plan is None or plan.single or plan_problem(plan, question) is not None:
             return None
-        split = split_by_form(question, containers)
-        if split is None:
-            state = RunState(AgentResult(self.name, question, "qa", None))
-            mark = time.perf_counter()
-            resp = self.model.chat(
-                [Message.system(SPLIT_PROMPT), Message.user(f"Q: {question}")],
-                max_tokens=80,
-                stop=["\n\nQ:", "\nQ:", "\n\n"],
-                temperature=0.0,
-                seed=0,
+        if self.config.link_entities and self._dropped_by_plan(plan, question):
+            return None
+        answers: list[list[str]] = []
+        steps: list[dict[str, Any]] = []
+        result: AgentResult | None = None
+        for i, step in enumerate(plan.steps):
+            text = self.planner().fill(step, answers)
+            last = i == len(plan.steps) - 1
+            result = self._run_once(
+                text, task="qa", answer_type=answer_type if last else "set", allow_plan=False, insist=False
             )
-            state.add_usage(resp.usage)
-            state.messages = [Message.user(f"Q: {question}"), Message.assistant(resp.message.content)]
-            state.result.context["timings_s"] = {"split": time.perf_counter() - mark}
-            earlier.append(state.finish())
-            split = parse_split(resp.message.content, question)
-        if split is None:
+            steps.append({"question": text, "answer": result.answer})
+            if last:
+                break
+            earlier.append(result)
+            symbols = _symbols_of(result.answer)
+            if not symbols:
+                return None
+            answers.append(symbols)
+        if result is None or result.answer is None:
+            if result is not None:
+                earlier.append(result)
             return None
-        first = self._run_once(split.first, task="qa", answer_type="set")  # nodes, one or more
-        earlier.append(first)
-        symbols = _symbols_of(first.answer)
-        if not symbols:
-            return None
-        then = substitute(split.then, symbols)
-        second = self._run_once(then, task="qa", answer_type=answer_type)
-        if second.answer is None:
-            earlier.append(second)
-            return None
-        second.context["steps"] = [
-            {"question": split.first, "answer": first.answer},
-            {"question": then, "answer": second.answer},
-        ]
-        return second
+        result.context["steps"] = steps
+        return result
 
-    def _run_once(self, question: str, *, task: Task = "qa", answer_type: str | None = None) -> AgentResult:
-        """One question answered in one go: link, retrieve, generate, check, run, format."""
+    def _run_once(
+        self,
+        question: str,
+        *,
+        task: Task = "qa",
+        answer_type: str | None = None,
+        allow_plan: bool = False,
+        insist: bool = True,
+    ) -> AgentResult:
+        """One question answered in one go: link, retrieve, generate, check, run, vote, format (QA may turn to
+        a plan after its first round, ``allow_plan``)."""
         start = time.perf_counter()
         state = RunState(AgentResult(self.name, question, task, None))
+        state.hints["allow_plan"] = (
+            allow_plan and task == "qa" and self.config.plan and self.config.mode != "feedforward"
+        )
+        state.hints["insist"] = insist  # a query written again after a doubt is taken (not in plan steps)
         timings: dict[str, float] = {}
         state.result.context["timings_s"] = timings
         try:
             mark = time.perf_counter()
+            self.progress.stage("linking")
             links = self.linker().link(question) if self.config.link_entities else []
             timings["link"] = time.perf_counter() - mark
             mark = time.perf_counter()
             examples: list[CypherExample] = []
             k = self.config.examples_k_pddl if task == "pddl" else self.config.examples_k
             if k > 0:
+                self.progress.stage("examples")
                 masked = mask_question(question, links)
                 examples = self.library().retrieve(question, k, task=task, masked=masked)
             timings["retrieve"] = time.perf_counter() - mark
@@ -394,108 +537,374 @@ class CypherAgent:
                 self._ground(state, links)
             else:
                 self._answer(state, question, answer_type, links, examples)
-                if (
-                    state.result.answer is None
-                    and self.config.auto_repair
-                    and self.config.mode != "feedforward"
-                ):
-                    self._answer_by_example(state, question, answer_type, links, examples)
         except LLMError as exc:
             state.result.error = str(exc)
         state.result.wall_s = time.perf_counter() - start
-        return state.finish()
+        result = state.finish()
+        planned = state.hints.get("planned")
+        if planned is None:
+            return result
+        for before in [result, *state.hints.get("earlier", [])][::-1]:
+            _absorb(planned, before)
+        return planned
 
-    def _attempts(self) -> int:
+    def _rounds(self) -> int:
         return 1 if self.config.mode == "feedforward" else max(1, self.config.max_tool_calls)
 
-    def _generate(self, state: RunState, task: Task) -> _Draft:
-        """One reply; a correction that repeats a query already tried is sampled again (temperature 0.7,
-        seeded): greedy decoding that rewrites the same failing query would waste the remaining attempts."""
-        insisted = set(state.result.context.get("feedback_only", []))  # may be right: let it run
-        tried = {_normalized(t.input) for t in state.result.tools} - insisted
-        draft = None
-        for temperature, seed in ((0.0, 0), (0.7, len(state.result.tools))):
-            mark = time.perf_counter()
-            resp = self.model.chat(
-                state.messages,
-                max_tokens=self.config.max_reply_tokens,
-                stop=list(_STOP),
-                temperature=temperature,
-                seed=seed,
+    def _replies(self, state: RunState, n: int, grammar: str | None, *, greedy: bool = True) -> list[str]:
+        """``n`` replies to the conversation so far (the first greedy unless ``greedy`` is False)."""
+        mark = time.perf_counter()
+        responses = sample_replies(
+            self.model,
+            state.messages,
+            n=n,
+            grammar=grammar,
+            temperature=self.config.temperature,
+            seed=1000 * len(state.result.tools) + 1,
+            max_tokens=self.config.max_reply_tokens,
+            stop=list(_STOP),
+            greedy=greedy,
+        )
+        timings = state.result.context.setdefault("timings_s", {})
+        timings["llm"] = timings.get("llm", 0.0) + time.perf_counter() - mark
+        for r in responses:
+            state.add_usage(r.usage)
+        return [r.message.content for r in responses]
+
+    # -- QA ---------------------------------------------------------------------------------------------
+    def _answer(
+        self,
+        state: RunState,
+        question: str,
+        answer_type: str | None,
+        links: Sequence[Link],
+        examples: Sequence[CypherExample] = (),
+    ) -> None:
+        grammar = self.grammar(question)
+        k = max(1, self.config.candidates)
+        rounds: list[list[Outcome]] = []
+        seen: dict[str, Outcome] = {}
+        flagged: set[str] = set()  # queries sent back as doubtful or empty: written again, they are meant
+        for round_ in range(self._rounds()):
+            first = k if self.config.vote == "always" else 1
+            fresh = self._evaluate_replies(
+                state, self._replies(state, first, grammar), question, answer_type, links, seen, flagged
             )
-            timings = state.result.context.setdefault("timings_s", {})
-            timings["llm"] = timings.get("llm", 0.0) + time.perf_counter() - mark
-            state.add_usage(resp.usage)
-            text = resp.message.content
-            draft = parse_reply(text, task)
-            if not draft.cypher or _normalized(draft.cypher) not in tried:
+            adaptive = self.config.vote == "adaptive" and self.config.mode != "feedforward"
+            if (
+                k > 1
+                and adaptive
+                and round_ == 0
+                and not any(o.ok for o in fresh)
+                and not self._out_of_time(state)
+            ):
+                more = self._replies(state, min(k, 4) - 1, grammar, greedy=False)  # the prompt is cached
+                fresh += self._evaluate_replies(state, more, question, answer_type, links, seen, flagged)
+            rounds.append(fresh)
+            best = _vote_rounds(rounds)
+            if best is not None and best.ok:
                 break
-            state.result.context["resampled"] = state.result.context.get("resampled", 0) + 1
-        assert draft is not None
-        state.messages.append(Message.assistant(text.strip()))
-        return draft
+            if (
+                round_ == 0
+                and best is not None
+                and best.structural
+                and state.hints.get("allow_plan")
+                and not self._out_of_time(state)
+                and self._answer_by_plan(state, question, answer_type)
+            ):
+                return
+            latest = vote(fresh)  # the correction is about what the model wrote last
+            if latest is None or round_ + 1 >= self._rounds() or self._out_of_time(state):
+                break
+            flagged |= {_normalized(o.cypher) for o in fresh if o.grade in (Grade.EMPTY, Grade.DOUBTFUL)}
+            state.messages.append(Message.assistant(latest.reply.strip()))
+            state.messages.append(
+                Message.user(
+                    f"{latest.problem or 'That query does not answer the question.'}\nWrite a corrected query."
+                )
+            )
+        best = _vote_rounds(rounds)
+        outcomes = [o for r in rounds for o in r]
+        state.result.context["candidates"] = [
+            {"query": o.cypher, "grade": o.grade.name.lower(), "answer": o.answer, "reply": o.reply[:400]}
+            for o in outcomes
+        ]
+        state.result.context["grade"] = best.grade.name.lower() if best is not None else "failed"
+        if best is not None and best.grade >= Grade.DOUBTFUL:
+            if best.answer is None and best.result is not None:
+                best.answer = self._answer_from_rows(
+                    state, question, best.ran or best.cypher, best.result, answer_type
+                )
+            if best.notes:
+                state.result.context.setdefault("rewrites", []).extend(best.notes)
+            if best.result is not None and not best.result.rows:
+                state.result.context["not_found"] = True
+            if best.answer is not None:
+                self._accept(state, best.answer)
+                return
+        if self.config.auto_repair and self.config.mode != "feedforward":
+            self._answer_by_example(state, question, answer_type, links, examples)
+        if state.result.answer is None:
+            state.result.error = state.result.error or "no query ran: " + (
+                state.result.tools[-1].error
+                if state.result.tools and state.result.tools[-1].error
+                else "the model wrote no query"
+            )
 
-    def _retry(self, state: RunState, attempt: int, feedback: str, what: str = "query") -> bool:
-        """Send ``feedback`` back when another attempt is allowed; False when the budget is spent."""
-        if attempt + 1 >= self._attempts():
-            return False
-        state.messages.append(Message.user(f"{feedback}\nWrite a corrected {what}."))
-        return True
+    def _answer_by_plan(self, state: RunState, question: str, answer_type: str | None) -> bool:
+        """Try the model's plan (after a first round with no good candidate); True when its answer holds up
+        (then it is the answer: ``state.hints["planned"]``)."""
+        earlier: list[AgentResult] = []
+        state.hints["earlier"] = earlier
+        planned = self._run_planned(question, answer_type, earlier)
+        if planned is not None and planned.context.get("grade") == Grade.OK.name.lower():
+            state.hints["planned"] = planned
+            return True
+        if planned is not None:
+            earlier.append(planned)
+        # what the plan spent counts toward this question's run
+        for spent in earlier:
+            state.result.usage = state.result.usage + spent.usage
+            state.result.llm_calls += spent.llm_calls
+            state.result.tools.extend(spent.tools)
+        state.result.context["plan_tried"] = [e.context.get("plan") for e in earlier if "plan" in e.context]
+        state.hints["earlier"] = []
+        return False
 
-    def _linked_values(self, state: RunState, cypher: str, links: Sequence[Link]) -> str:
-        """``cypher`` with the question's words used as values (``{nodeSymbol: 'upstairs'}``) replaced by
-        what they were linked to (see :func:`repair_mentions`); the rewrite is recorded."""
-        if not self.config.auto_repair:
-            return cypher
-        mentions = {
-            link.mention.lower(): (link.label, link.key, link.value)
-            for link in links
-            if link.mention.lower() != link.value.lower()
-        }
-        fixed, notes = repair_mentions(cypher, mentions, self.store.schema())
-        if notes:
-            state.result.context.setdefault("rewrites", []).extend(notes)
-        return fixed
+    def _evaluate_replies(
+        self,
+        state: RunState,
+        replies: Sequence[str],
+        question: str,
+        answer_type: str | None,
+        links: Sequence[Link],
+        seen: dict[str, Outcome],
+        flagged: set[str],
+    ) -> list[Outcome]:
+        """Each reply's outcome (a query seen before in this question is not run again)."""
+        out = []
+        for reply in replies:
+            draft = parse_reply(reply, "qa")
+            key = _normalized(draft.cypher)
+            known = seen.get(key) if key else None
+            if known is not None:
+                outcome = Outcome(
+                    reply,
+                    known.cypher,
+                    known.ran,
+                    known.result,
+                    known.answer,
+                    known.grade,
+                    known.problem,
+                    list(known.notes),
+                )
+            else:
+                outcome = self._evaluate(state, reply, draft.cypher, question, answer_type, links)
+                if key:
+                    seen[key] = outcome
+            if (
+                key in flagged
+                and outcome.grade in (Grade.EMPTY, Grade.DOUBTFUL)
+                and state.hints.get("insist", True)
+            ):
+                outcome.grade, outcome.problem = Grade.OK, None
+                outcome.notes.append(
+                    "kept: the model wrote the same query again after being told why it was doubted"
+                )
+            out.append(outcome)
+        return out
 
-    def _execute(self, state: RunState, cypher: str) -> tuple[QueryResult | None, str | None]:
-        """Check, repair and run ``cypher``; ``(result, None)`` or ``(None, problem for the model)``."""
-        schema = self.store.schema()
-        split, notes = split_subquery_arithmetic(cypher) if self.config.auto_repair else (cypher, [])
+    def _evaluate(
+        self,
+        state: RunState,
+        reply: str,
+        cypher: str,
+        question: str,
+        answer_type: str | None,
+        links: Sequence[Link],
+    ) -> Outcome:
+        """Repair, check, run, format and grade one candidate query."""
+        outcome = Outcome(reply, cypher)
+        if not cypher:
+            outcome.problem = "Reply with a Cypher query only."
+            return outcome
+        query, notes = self._linked_values(cypher, links)
         if self.config.auto_repair:
-            split, more = merge_union_by_symbol(split)
+            query, more = center_arguments(query)
             notes += more
-            split, more = ternary_to_case(split)
+        outcome.notes = notes
+        result, problem, ran = self._execute(state, query, notes)
+        outcome.ran = ran
+        if result is None:
+            outcome.problem = problem
+            return outcome
+        outcome.result = result
+        if not result.rows:
+            counts = answer_type == "number" and re.search(r"\bcount\s*\(", ran or query, re.I)
+            yes_no = self.words.is_yes_no(question) and answer_type in (None, "string")
+            outcome.answer = self.words.yes_no(False) if yes_no else ("0" if counts else NOT_FOUND)
+            doubts = self._doubts(ran or query, question, links, None)
+            if self._names_absent_value(ran or query):
+                outcome.grade = Grade.OK  # it asked for something the graph does not hold: a true "not found"
+            elif doubts:
+                outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
+                outcome.structural = False
+            elif yes_no:
+                outcome.grade = Grade.OK  # nothing matches "Are A and B connected?": no
+            else:
+                outcome.grade = Grade.EMPTY
+                outcome.problem = self._empty_diagnosis(ran or query, links)
+            return outcome
+        mismatch = shape_mismatch(result, answer_type)
+        outcome.answer = self._format(result, ran or query, question, answer_type)
+        if mismatch:
+            outcome.grade, outcome.problem = Grade.DOUBTFUL, mismatch  # never the asked kind: structural
+            return outcome
+        if _counted_nothing(result, ran or query) and not self._names_absent_value(ran or query):
+            # a count of 0 over values that exist is an empty match in disguise
+            outcome.grade = Grade.EMPTY
+            outcome.problem = self._empty_diagnosis(ran or query, links).replace(
+                "returned no rows", "counted 0"
+            )
+            return outcome
+        doubts = self._doubts(ran or query, question, links, outcome.answer)
+        if doubts:
+            outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
+            outcome.structural = any(kind in ("layer", "echo") for kind, _ in doubts)
+        else:
+            outcome.grade = Grade.OK
+        return outcome
+
+    def _format(self, result: QueryResult, query: str, question: str, answer_type: str | None) -> str | None:
+        """The SLDP answer the rows of ``query`` give (None when their shape says nothing)."""
+        return format_rows(
+            result.columns,
+            result.rows,
+            query=query,
+            question=question,
+            answer_type=answer_type,
+            words=self.words,
+        )
+
+    def _doubts(
+        self, query: str, question: str, links: Sequence[Link], answer: str | None
+    ) -> list[tuple[str, str]]:
+        """Why a query that ran may not answer ``question`` (empty when nothing speaks against it), each as
+        (kind, text for the model): it ignores something the question names (``unused``), filters on things
+        the question never names (``invented``), answers with nodes of another layer than asked (``layer``),
+        or with the one node the question names (``echo``)."""
+        doubts = []
+        unused = [link for link in unused_links(query, links) if not self._locates_named(link, query)]
+        if unused:
+            doubts.append(
+                (
+                    "unused",
+                    "The question mentions "
+                    + "; ".join(link.describe() for link in unused)
+                    + ", but the query does not use it.",
+                )
+            )
+        if not self._names_absent_value(query):
+            invented = self._invented(query, links, question)
+            if invented:
+                doubts.append(
+                    (
+                        "invented",
+                        f"The question does not name {', '.join(invented)}: do not filter on "
+                        f"{'it' if len(invented) == 1 else 'them'}.",
+                    )
+                )
+        wrong = self._wrong_layer(question, links, answer)
+        if wrong:
+            doubts.append(("layer", wrong))
+        named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
+        if answer is not None and len(named) == 1 and answer.strip("<>[] ") == named[0]:
+            doubts.append(
+                (
+                    "echo",
+                    f"It returned {named[0]}, the node the question names itself: return what the question "
+                    f"asks about {named[0]}.",
+                )
+            )
+        return doubts
+
+    def _locates_named(self, link: Link, query: str) -> bool:
+        """Whether ``link`` only says where a node the query names by symbol is ("P1396 in the lounge": the
+        lounge holds P1396): such a mention need not be in the query. Read off the graph, not the wording."""
+        outer = [link.value] if link.key == ont.SYMBOL_KEY else list(link.symbols)
+        named = [s for s in dict.fromkeys(re.findall(r"'([A-Za-z]{1,2}\d+)'", query)) if s not in outer]
+        if not outer or not named:
+            return False
+        rows = self.store.query(
+            f"MATCH (a)-[:{ont.CONTAINS}*]->(b) WHERE (a.{ont.SYMBOL_KEY} IN $outer AND b.{ont.SYMBOL_KEY} IN "
+            f"$named) OR (a.{ont.SYMBOL_KEY} IN $named AND b.{ont.SYMBOL_KEY} IN $outer) RETURN count(*) AS n",
+            {"outer": outer, "named": named},
+        ).rows
+        return bool(rows and rows[0].get("n"))
+
+    def _linked_values(self, cypher: str, links: Sequence[Link]) -> tuple[str, list[str]]:
+        """``cypher`` with the question's words used as values (``{nodeSymbol: 'upstairs'}``) replaced by
+        what they were linked to (see :func:`repair_mentions`)."""
+        if not self.config.auto_repair:
+            return cypher, []
+        mentions = {
+            form: (link.label, link.key, link.value)
+            for link in links
+            for mention in link.mentions
+            for form in word_forms(mention.lower())
+            if form != link.value.lower()
+        }
+        return repair_mentions(cypher, mentions, self.store.schema())
+
+    def _execute(
+        self, state: RunState, cypher: str, notes: list[str] | None = None
+    ) -> tuple[QueryResult | None, str | None, str | None]:
+        """Check, repair and run ``cypher``: ``(result, None, ran)`` or ``(None, problem for the model, ran)``;
+        the repairs' notes are added to ``notes``."""
+        notes = notes if notes is not None else []
+        schema = self.store.schema()
+        query = cypher
+        if self.config.auto_repair:
+            for repair in (
+                split_subquery_arithmetic,
+                split_subquery_alternatives,
+                merge_union_by_symbol,
+                ternary_to_case,
+                inline_patterns,
+                bind_path_variable,
+                drop_idle_with,
+            ):
+                query, more = repair(query)
+                notes += more
+            query, more = symbols_as_nodes(query, self._symbol_labels(query).get)
             notes += more
-            split, more = symbols_as_nodes(split, self._symbol_labels(split).get)
+            query, more = repair_symbol_layers(query, self._symbol_labels(query), schema)
             notes += more
-            split, more = repair_symbol_layers(split, self._symbol_labels(split), schema)
+            query, more = holder_classes(query, schema)
             notes += more
-            split, more = holder_classes(split, schema)
-            notes += more
-        checked = check_cypher(split, schema)
-        ran, notes = checked.query, notes + list(checked.rewrites)
+        checked = check_cypher(query, schema)
+        ran = checked.query
+        notes += list(checked.rewrites)
         if self.config.auto_repair:
             ran, more = repair_query(ran, schema)
             notes += more
             ran, more = repair_node_operators(ran, schema)
             notes += more
-            ran, more = carry_dropped_variables(ran)
-            notes += more
             for repair in (
+                carry_dropped_variables,
                 count_grouped_by_itself,
                 drop_return_trip,
                 unpin_twice_named,
                 widen_shortest_paths,
+                measure_the_counted_node,
+                others_for_self_distance,
+                choice_column_only,
+                extreme_in_with,
             ):
                 ran, more = repair(ran)
                 notes += more
-            singletons = self.linker().singletons() if self.config.link_entities else {}
-            ran, more = return_the_neighbour(ran, singletons)
-            notes += more
             if self.config.link_entities:
-                ran, more = repair_singleton_pairs(
-                    ran, singletons, state.hints.get("asked_class"), state.hints.get("described")
-                )
+                ran, more = return_the_neighbour(ran, self.linker().singletons())
                 notes += more
                 ran, more = drop_idle_sibling(ran, self.linker().class_of)
                 notes += more
@@ -503,8 +912,9 @@ class CypherAgent:
         if not checked.ok:
             error = "; ".join(checked.problems)
             state.result.tools.append(ToolRecord("cypher_query", cypher, False, error=error, ran=rewritten))
-            return None, f"That query cannot work: {error}."
+            return None, f"That query cannot work: {error}.", ran
         try:
+            self.progress.stage("running query")
             result = self.store.query(
                 ran, read_only=True, timeout_s=self.config.query_timeout_s, max_rows=self.config.max_rows
             )
@@ -512,15 +922,13 @@ class CypherAgent:
             state.result.tools.append(
                 ToolRecord("cypher_query", cypher, False, error=str(exc), ran=rewritten)
             )
-            return None, f"That query failed: {str(exc).splitlines()[0]}"
+            return None, f"That query failed: {str(exc).splitlines()[0]}", ran
         state.result.tools.append(ran_record(cypher, result, ran=rewritten))
-        if notes:
-            state.result.context.setdefault("rewrites", []).extend(notes)
-        return result, None
+        return result, None, ran
 
     def _invented(self, query: str, links: Sequence[Link], question: str) -> list[str]:
-        """Symbols and room classes the query filters on that the question never mentioned (a filter copied
-        from an example: "How many rooms are there?" answered for R1 only)."""
+        """Symbols and classes the query filters on that the question never mentioned (a filter copied from
+        an example: "How many rooms are there?" answered for R1 only), and distance bounds it never gave."""
         invented = invented_symbols(query, links, question)
         schema = self.store.schema()
         linked = {link.value.lower() for link in links}
@@ -551,11 +959,9 @@ class CypherAgent:
             schema.value_owner(v) is None and not is_symbol(v) for v in re.findall(r"'([^']*)'", query)
         )
 
-    def _empty_diagnosis(self, query: str, links: Sequence[Link]) -> str | None:
-        """Why an empty result is suspicious (None when nothing says the answer should exist): every value the
-        query names exists, or the question named things the query left out."""
-        if self._names_absent_value(query):
-            return None  # it asked for something the graph does not hold: a true "not found"
+    def _empty_diagnosis(self, query: str, links: Sequence[Link]) -> str:
+        """Why an empty result is suspicious: every value the query names exists (and what the question
+        named that the query left out)."""
         literals = re.findall(r"'([^']*)'", query)
         unused = [link for link in links if link.value not in literals]
         hint = ""
@@ -566,312 +972,35 @@ class CypherAgent:
             f"probably wrong (direction, hops, or a filter).{hint}"
         )
 
-    def _answer(
-        self,
-        state: RunState,
-        question: str,
-        answer_type: str | None,
-        links: Sequence[Link],
-        examples: Sequence[CypherExample] = (),
-    ) -> None:
-        if self.config.link_entities:
-            state.hints.update(self._question_hints(question, links))
-        for attempt in range(self._attempts()):
-            draft = self._generate(state, "qa")
-            if not draft.cypher:
-                if self._retry(state, attempt, "Reply with a Cypher query only."):
-                    continue
-                break
-            draft.cypher = self._linked_values(state, draft.cypher, links)
-            if self.config.auto_repair:
-                draft.cypher, notes = center_arguments(draft.cypher)
-                draft.cypher, more = order_by_superlative(draft.cypher, question)
-                notes += more
-                for repair in self._question_repairs(question):
-                    draft.cypher, more = repair(draft.cypher)
-                    notes += more
-                if _measured_from_center(question, links):
-                    draft.cypher, more = detach_measured_container(draft.cypher)
-                    notes += more
-                state.result.context.setdefault("rewrites", []).extend(notes)
-            if (
-                attempt > 0
-                and self.config.auto_repair
-                and _normalized(draft.cypher) in set(state.result.context.get("feedback_only", []))
+    def _asked_label(self, question: str, links: Sequence[Link]) -> str | None:
+        """The layer a "which <noun>" question asks for: a layer word or a linked class within three words
+        after the language's first question word (``Room`` for "Which hallway ..."); None when unclear."""
+        m = self.words.find_any(question, self.words.which)
+        if m is None:
+            return None
+        window = " ".join(question[m.end() :].split()[:3]).lower()
+        for word, labels in sorted(self.words.layer_words.items(), key=lambda kv: -len(kv[0])):
+            if labels and re.match(rf"(?:\w+\s+)?{re.escape(word)}s?\b", window):
+                present = [lab for lab in labels if lab in self.store.schema().node_counts]
+                return present[0] if present else None
+        for link in links:
+            if link.key != ont.SYMBOL_KEY and any(
+                re.search(rf"\b{re.escape(m.lower())}\b", window) for m in link.mentions
             ):
-                # told it ignores a linked class, the model wrote the same query: add the class itself
-                ignored = [(link.label, link.key, link.value) for link in unused_links(draft.cypher, links)]
-                draft.cypher, notes = fill_ignored_values(
-                    draft.cypher, ignored, self.store.schema(), self._symbol_classes(ignored)
-                )
-                state.result.context.setdefault("rewrites", []).extend(notes)
-            named = [(link.label, link.key, link.value) for link in unused_links(draft.cypher, links)]
-            if self.config.auto_repair and any(key == ont.SYMBOL_KEY for _, key, _ in named):
-                # a named node matched as its whole class ("the trash can O79" as every trash can)
-                draft.cypher, notes = name_the_named(
-                    draft.cypher, named, self._symbol_classes(named), choice=bool(_CHOICE.search(question))
-                )
-                state.result.context.setdefault("rewrites", []).extend(notes)
-            unused = (
-                [link for link in unused_links(draft.cypher, links) if not _locates_named(question, link)]
-                if attempt == 0
-                else []
-            )
-            told = _normalized(draft.cypher) in set(state.result.context.get("feedback_only", []))
-            if told and self.config.auto_repair and not _REFERS_BACK.search(question):
-                # told it filters on a class the question never names, the model wrote it again: drop it
-                # (unless the question points at something said before: "How many of those rooms ...")
-                classes = _class_literals(self._invented(draft.cypher, links, question))
-                draft.cypher, notes = drop_class_filters(draft.cypher, classes)
-                state.result.context.setdefault("rewrites", []).extend(notes)
-            # a symbol copied from an example is as wrong in a correction as in the first query
-            absent = self._names_absent_value(draft.cypher)
-            invented = [] if told or absent else self._invented(draft.cypher, links, question)
-            if invented and self.config.auto_repair:
-                draft.cypher, notes = swap_invented_symbols(draft.cypher, links, question)
-                if notes:
-                    state.result.context.setdefault("rewrites", []).extend(notes)
-                    invented = self._invented(draft.cypher, links, question)
-            feedback = []
-            if unused:
-                feedback.append(
-                    "The question mentions "
-                    + "; ".join(link.describe() for link in unused)
-                    + ", but the query does not use it."
-                )
-            if invented:
-                feedback.append(
-                    f"The question does not name {', '.join(invented)}: do not filter on "
-                    f"{'it' if len(invented) == 1 else 'them'}."
-                )
-            copied = [e for e in examples if _holds_any(e.cypher or "", invented)]
-            classes = _class_literals(invented)
-            if (
-                copied
-                and self.config.auto_repair
-                and not unused
-                and len(classes) == len(invented)
-                and all(_filters_returned(draft.cypher, c) for c in classes)
-            ):
-                # a class copied from an example onto the very node the question asks about ("Which object
-                # sits lowest?" written for seating only): without it the query is the question's
-                draft.cypher, notes = drop_class_filters(draft.cypher, classes)
-                state.result.context.setdefault("rewrites", []).extend(notes)
-                copied, feedback, invented = [], [], []
-            stray = (
-                []
-                if absent or "stray_links" in state.result.context
-                else self._stray_links(draft.cypher, question)
-            )
-            if stray:
-                state.result.context["stray_links"] = stray
-                copied += [
-                    e for e in examples if e not in copied and any(t in (e.cypher or "") for t in stray)
-                ]
-                invented = invented + [t if "." in t else f"-[:{t}]-" for t in stray]
-            if copied and self.config.auto_repair and attempt + 1 < self._attempts():
-                # the filter came from an example the model copied whole: ask again without that example
-                examples = [e for e in examples if e not in copied]
-                state.messages = [
-                    state.messages[0],
-                    Message.user(self.user_prompt(question, "qa", links, examples, answer_type)),
-                ]
-                state.result.tools.append(
-                    ToolRecord("cypher_query", draft.cypher, False, error="copied " + ", ".join(invented))
-                )
-                state.result.context.setdefault("rewrites", []).append(
-                    f"{', '.join(invented)} came from an example the question does not match: asked again "
-                    "without it"
-                )
-                continue
-            if feedback and self._retry(state, attempt, " ".join(feedback)):
-                state.result.context.setdefault("feedback_only", []).append(_normalized(draft.cypher))
-                state.result.tools.append(
-                    ToolRecord(
-                        "cypher_query",
-                        draft.cypher,
-                        False,
-                        error="; ".join(
-                            (["ignores " + ", ".join(link.mention for link in unused)] if unused else [])
-                            + (["names " + ", ".join(invented)] if invented else [])
-                        ),
-                    )
-                )
-                continue
-            result, problem = self._execute(state, draft.cypher)
-            if result is None:
-                if self._retry(state, attempt, problem or "The query failed."):
-                    continue
-                break
-            if not result.rows:
-                if is_yes_no_question(question) and answer_type in (None, "string"):
-                    self._accept(state, "no")  # nothing matches "Are A and B connected?": no
-                    return
-                diagnosis = self._empty_diagnosis(draft.cypher, links)
-                if diagnosis and self._retry(state, attempt, diagnosis):
-                    continue
-                counts = answer_type == "number" and (  # "How far ..." with no rows is not 0 m
-                    re.search(r"\bcount\s*\(", draft.cypher, re.I)
-                    or re.search(r"\bhow many\b", question, re.I)
-                )
-                self._accept(state, "0" if counts else NOT_FOUND)
-                state.result.context["not_found"] = True
-                return
-            mismatch = shape_mismatch(result, answer_type, question)
-            if mismatch:
-                # "which sign is highest" returned o.center: run it again returning o.nodeSymbol
-                fixed = (
-                    symbol_return(draft.cypher)
-                    or extreme_return(draft.cypher, question, links)
-                    or choice_return(draft.cypher, question)
-                )
-                if fixed is not None:
-                    again, _ = self._execute(state, fixed)
-                    if again is not None and again.rows and not shape_mismatch(again, answer_type, question):
-                        state.result.context.setdefault("rewrites", []).append(
-                            "the question asks which node: returned its nodeSymbol instead"
-                        )
-                        draft, result, mismatch = _Draft(fixed), again, None
-            if mismatch and self._retry(state, attempt, mismatch):
-                continue
-            answer = format_rows(
-                result.columns, result.rows, query=draft.cypher, question=question, answer_type=answer_type
-            )
-            if answer is None:
-                answer = self._answer_from_rows(state, question, draft.cypher, result, answer_type)
-            echoed = _echoed(question, answer, links)
-            wrong_layer = self._wrong_layer(question, answer, state.hints.get("asked_label")) or echoed
-            if wrong_layer and (
-                about := self._about_named(state, question, links, answer_type, bool(echoed))
-            ):
-                answer, wrong_layer = about, None
-            if wrong_layer and self._retry(state, attempt, wrong_layer):
-                continue
-            self._accept(state, answer)
-            return
-        if state.result.answer is None:
-            state.result.error = state.result.error or "no query ran: " + (
-                state.result.tools[-1].error if state.result.tools else "the model wrote no query"
-            )
+                return link.label
+        return None
 
-    def _question_repairs(self, question: str) -> list[Callable[[str], tuple[str, list[str]]]]:
-        """The rewrites of a draft that read the question, in the order they run (each ``query -> (query,
-        notes)``)."""
-        schema = self.store.schema()
-        repairs: list[Callable[[str], tuple[str, list[str]]]] = [
-            lambda q: height_for_self_distance(q, question),
-            others_for_self_distance,
-            lambda q: pick_of_two_named(q, question),
-            lambda q: nearest_for_center_equality(q, question),
-            lambda q: superlative_for_bound(q, question),
-        ]
-        if self.config.link_entities:
-            repairs.append(lambda q: class_symbol_conflict(q, self.linker().class_of, question))
-        repairs.append(lambda q: drop_scope_classes(q, question, schema))
-        if _CHOICE.search(question):
-            repairs.append(lambda q: choice_from_comparison(q, question))
-        return [*repairs, choice_column_only, extreme_in_with]
-
-    def _question_hints(self, question: str, links: Sequence[Link]) -> dict[str, Any]:
-        """What the repairs need to know of the question: ``asked_class``, the class "which <noun>" asks for,
-        and ``described``, symbol -> class for the named nodes whose class word only describes them ("the
-        appliance O10")."""
-        classes = {link.value for link in links if link.key == ont.CLASS_KEY}
-        asked = asked_classes(_last_question(question), links)
-        asked_class = next(iter(asked)) if len(asked) == 1 else None
-        asked_label = next(
-            (link.label for link in links if link.key == ont.CLASS_KEY and link.value == asked_class), None
-        )
-        described = {
-            link.value: cls
-            for link in links
-            if link.key == ont.SYMBOL_KEY
-            and (cls := self.linker().class_of(link.value)) is not None
-            and cls not in classes
-        }
-        return {"asked_class": asked_class, "asked_label": asked_label, "described": described}
-
-    def _about_named(
-        self,
-        state: RunState,
-        question: str,
-        links: Sequence[Link],
-        answer_type: str | None,
-        echoed: bool,
-    ) -> str | None:
-        """What is asked of the one node the question names by symbol, where the model's answer was that node
-        itself (``echoed``) or of the wrong layer: for "which <its own layer> ..." its neighbours over the
-        layer's ``*_CONNECTED`` edges ("Which mesh places can I step to from P2441?"); for "what's on / in it"
-        (only when echoed) the objects it holds. Formatted as rows are; None when neither applies or nothing
-        comes back."""
-        named = [link for link in links if link.key == ont.SYMBOL_KEY]
-        if len(named) != 1:
-            return None
-        node, schema = named[0], self.store.schema()
-        linked = ont.sibling_edge_type(node.label)
-        match = f"MATCH (n:{node.label} {{{ont.SYMBOL_KEY}: '{node.value}'}})"
-        leaf = GraphRoles.from_schema(schema).leaf
-        if self._asked_layer(question) == node.label and (node.label, linked, node.label) in schema.patterns:
-            query = f"{match}-[:{linked}]-(x:{node.label}) WHERE x <> n RETURN DISTINCT x.{ont.SYMBOL_KEY}"
-            what = f"its neighbours over {linked}"
-        elif echoed and _HELD.search(_last_question(question)) and leaf is not None and leaf != node.label:
-            hop = (
-                "-[:CONTAINS]->" if (node.label, ont.CONTAINS, leaf) in schema.patterns else "-[:CONTAINS*]->"
-            )
-            query = f"{match}{hop}(x:{leaf}) RETURN DISTINCT x.{ont.SYMBOL_KEY}"
-            what = f"the {leaf} nodes it holds"
-        else:
-            return None
-        result, _ = self._execute(state, query)
-        if result is None or not result.rows:
-            return None
-        state.result.context.setdefault("rewrites", []).append(
-            f"the answer was not what the question asks of {node.value}: returned {what}"
-        )
-        return format_rows(
-            result.columns, result.rows, query=query, question=question, answer_type=answer_type
-        )
-
-    def _asked_layer(self, question: str) -> str | None:
-        """The label "which <layer> ..." asks for (``MeshPlace`` for "Which mesh places ..."), or None."""
-        asked = re.match(r"^\s*(?:which|what)\s+(\w+(?:\s+\w+)?)", _last_question(question), re.I)
-        if asked is None:
-            return None
-        words = asked.group(1).lower()
-        return next(
-            (
-                lab
-                for lab in set(self.linker().vocabulary().prefixes.values())
-                if re.match(rf"{ont.layer_name(lab).replace('_', ' ')}s?\b(?!\s+to\b)", words)
-            ),
-            None,
-        )
-
-    def _stray_links(self, query: str, question: str) -> list[str]:
-        """Room or place link types the query walks although the question says nothing of neighbours, routes
-        or moving ("Any shelves in hallway R5?" answered for R5's neighbours, after an example), and distances
-        it measures although the question says nothing of distance."""
-        stray = []
-        if "point.distance" in query.lower() and not _SPATIAL.search(question):
-            stray.append("point.distance")  # "Which place is the bike on?" answered as "the nearest ..."
-        if _MOVING.search(question):
-            return stray
-        roles = GraphRoles.from_schema(self.store.schema())
-        types = [t for t in (roles.region_link, roles.place_link) if t]
-        return stray + [t for t in types if re.search(rf"\[\s*\w*\s*:\s*{t}\b", query)]
-
-    def _wrong_layer(self, question: str, answer: str | None, asked_label: str | None = None) -> str | None:
-        """Why ``answer`` is not what "which <layer> ..." asks (None when it is, or the question names no
-        layer): "Which mesh place is that box on?" answered with the box's own symbol ``O59``;
-        ``asked_label``: the label of the class "which <class>" asks for ("Which storage unit ...")."""
+    def _wrong_layer(self, question: str, links: Sequence[Link], answer: str | None) -> str | None:
+        """Why ``answer``'s nodes are not of the layer the question asks for (None when they are, or it is
+        unclear)."""
         if answer is None:
             return None
-        vocab = self.linker().vocabulary()
-        label = self._asked_layer(question) or asked_label
-        symbols = re.findall(r"\b[A-Z]{1,2}\d+\b", answer)
+        label = self._asked_label(question, links)
+        symbols = re.findall(r"\b[A-Za-z]{1,2}\d+\b", answer)
         if label is None or not symbols:
             return None
-        given = {vocab.prefixes.get(sym[0]) for sym in symbols}
+        prefixes = self.linker().vocabulary().prefixes
+        given = {prefixes.get(sym[0]) for sym in symbols}
         if label in given or None in given or len(given) != 1:
             return None
         other, layer = given.pop(), ont.layer_name(label).replace("_", " ")
@@ -896,17 +1025,6 @@ class CypherAgent:
                     known[str(row["s"])] = found[0]
         return {s: known[s] for s in named if s in known}
 
-    def _symbol_classes(self, values: Sequence[tuple[str, str, str]]) -> dict[str, str]:
-        """The class of each named node among ``values`` ((label, key, value) triples)."""
-        symbols = [v for (_, key, v) in values if key == ont.SYMBOL_KEY]
-        if not symbols:
-            return {}
-        rows = self.store.query(
-            f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} IN $s RETURN n.{ont.SYMBOL_KEY} AS s, n.{ont.CLASS_KEY} AS c",
-            {"s": symbols},
-        ).rows
-        return {str(r["s"]): str(r["c"]) for r in rows if r.get("c")}
-
     def _answer_by_example(
         self,
         state: RunState,
@@ -922,12 +1040,10 @@ class CypherAgent:
             query = adapt_example(example, links, question, self.linker().kind_of)
             if query is None:
                 continue
-            result, _ = self._execute(state, query)
-            if result is None or not result.rows or shape_mismatch(result, answer_type, question):
+            result, _, ran = self._execute(state, query)
+            if result is None or not result.rows or shape_mismatch(result, answer_type):
                 continue
-            answer = format_rows(
-                result.columns, result.rows, query=query, question=question, answer_type=answer_type
-            )
+            answer = self._format(result, ran or query, question, answer_type)
             if answer is not None:
                 state.result.context["from_example"] = example.question
                 self._accept(state, answer)
@@ -949,24 +1065,38 @@ class CypherAgent:
         return normalize_answer(resp.message.content, "qa")
 
     def _accept(self, state: RunState, answer: str) -> None:
+        """Take ``answer``; a goal is taken only when it parses and every argument is a symbol of the graph
+        (otherwise the run has no answer and its error says why)."""
         state.result.raw_answer = answer
-        state.result.answer = answer
         problems = sldp_problems(answer) if state.result.task == "qa" else self.grounder.problems(answer)
         state.result.error = "; ".join(problems) if problems else None
+        state.result.answer = answer if state.result.task == "qa" or not problems else None
 
     # -- PDDL -------------------------------------------------------------------------------------------
     def _class_values(self, name: str) -> set[str]:
         """The class values ``name`` links to ("bike" -> {"bicycle"})."""
         return {link.value for link in self.linker().link(name) if link.key == ont.CLASS_KEY}
 
+    def _describes_more(self, phrase: str, links: Sequence[Link]) -> bool:
+        """Whether ``phrase`` says more than one class name ("box closest to the bag", "chair in R2"): any
+        word left once the linked mention and the language's stop words are taken out, or several links."""
+        if len(links) > 1:
+            return True
+        rest = phrase.lower()
+        for link in links:
+            for mention in link.mentions:
+                rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
+        words = [w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop]
+        return bool(links) and bool(words)
+
     def _classes(self, name: str, kind: str) -> list[str]:
         """Symbols of the nodes of ``kind`` that ``name`` describes: a class ("trash", "wastebin") gives its
         members; a longer description ("box closest to the bicycle") is answered by the QA pipeline."""
         spec = self.domain.kinds.get(kind)
         labels = spec.labels if spec is not None else ()
-        phrase = re.sub(r"^(the|a|an|every|all|any)\s+", "", name.strip(), flags=re.I)
+        phrase = name.strip()
         links = self.linker().link(phrase)
-        if _describes_more(phrase, links):
+        if self._describes_more(phrase, links):
             return self._resolve_phrase(phrase, kind, labels)
         values = [phrase.lower().replace(" ", "_")]
         values += [link.value for link in links if link.key == ont.CLASS_KEY]
@@ -990,16 +1120,7 @@ class CypherAgent:
             state.result.usage = state.result.usage + sub.usage
             state.result.llm_calls += sub.llm_calls
             state.result.context.setdefault("resolved", {})[phrase] = sub.answer
-        if not sub.answer or sub.answer == NOT_FOUND:
-            return []
-        from scenerag.lang.sldp import SldpSet, SldpString, parse_sldp
-
-        try:
-            value = parse_sldp(sub.answer)
-        except SceneRagError:
-            return []
-        items = value.items if isinstance(value, SldpSet) else (value,)
-        symbols = [i.value for i in items if isinstance(i, SldpString) and is_symbol(i.value)]
+        symbols = _symbols_of(sub.answer)
         known = self.grounder.known_symbols(set(symbols))
         return [s for s in symbols if not labels or known.get(s) in labels]
 
@@ -1010,20 +1131,36 @@ class CypherAgent:
         finally:
             self._phrase_state = None
 
+    def sketch_grammar(self) -> str | None:
+        """The GBNF grammar of goal-sketch replies over this graph's symbols (None where the model cannot
+        follow one)."""
+        if not self.config.grammar or not getattr(self.model, "supports_grammar", False):
+            return None
+        if "sketch" not in self._system:
+            symbols: dict[str, list[str]] = {}
+            for name, kind in self.domain.kinds.items():
+                rows = self.store.query(
+                    f"MATCH (n) WHERE any(l IN labels(n) WHERE l IN $labels) RETURN n.{ont.SYMBOL_KEY} AS s",
+                    {"labels": list(kind.labels)},
+                    max_rows=_MAX_GRAMMAR_SYMBOLS + 1,
+                ).rows
+                if len(rows) <= _MAX_GRAMMAR_SYMBOLS:
+                    symbols[name] = [str(r["s"]) for r in rows if r.get("s")]
+            self._system["sketch"] = sketch_grammar(self.domain, symbols).text
+        return self._system["sketch"]
+
     def _ground_loop(self, state: RunState, links: Sequence[Link]) -> None:
-        for attempt in range(self._attempts()):
-            draft = self._generate(state, "pddl")
+        grammar = self.sketch_grammar()
+        for attempt in range(self._rounds()):
+            draft = parse_reply(self._replies(state, 1, grammar)[0], "pddl")
+            state.messages.append(Message.assistant(_render_draft(draft)))
             if not draft.goal:
                 if self._retry(
                     state, attempt, "Reply with Goal: (...) and, if it uses ?x, Cypher: ...", "reply"
                 ):
                     continue
                 break
-            problems = (
-                sketch_problems(state.result.question, draft, links, self._class_values)
-                if attempt == 0
-                else []
-            )
+            problems = sketch_problems(draft, links, self._class_values) if attempt == 0 else []
             if problems and self._retry(
                 state, attempt, "That goal does not fit: " + "; ".join(problems) + ".", "reply"
             ):
@@ -1031,8 +1168,8 @@ class CypherAgent:
                 continue
             bindings: dict[str, list[str]] = {}
             if draft.cypher:
-                draft.cypher = self._linked_values(state, draft.cypher, links)
-                result, problem = self._execute(state, draft.cypher)
+                query, notes = self._linked_values(draft.cypher, links)
+                result, problem, _ = self._execute(state, query, notes)
                 if result is None:
                     if self._retry(state, attempt, problem or "The query failed.", "reply"):
                         continue
@@ -1042,18 +1179,6 @@ class CypherAgent:
                         str(r.get(col)) for r in result.rows if r.get(col) is not None
                     ]
                     bindings[col] = bindings[col.split(".")[-1]]
-            goal_text = draft.goal
-            held = _holding_only(state.result.question, goal_text)
-            if held is not None:
-                goal_text = held
-                state.result.context.setdefault("rewrites", []).append(
-                    "a grasp instruction asks for holding only: dropped the visiting alternatives"
-                )
-            if _AVOID.search(state.result.question) and re.search(r"\(not\s*\(in-room", goal_text):
-                goal_text = re.sub(r"\(not\s*\(in-room", "(not (visited-room", goal_text)
-                state.result.context.setdefault("rewrites", []).append(
-                    "avoiding a room: (not (in-room ...)) became (not (visited-room ...))"
-                )
             plural = {
                 link.value.lower()
                 for link in links
@@ -1061,7 +1186,7 @@ class CypherAgent:
             }
             try:
                 sketch = resolve_sketch(
-                    goal_text,
+                    draft.goal,
                     self.domain,
                     classes=self._classes,
                     bindings=bindings,
@@ -1081,6 +1206,24 @@ class CypherAgent:
                 state, attempt, f"That goal does not ground: {state.result.error}.", "reply"
             ):
                 return
+
+    def _retry(self, state: RunState, attempt: int, feedback: str, what: str = "query") -> bool:
+        """Send ``feedback`` back when another attempt is allowed; False when the budget is spent."""
+        if attempt + 1 >= self._rounds() or self._out_of_time(state):
+            return False
+        state.messages.append(Message.user(f"{feedback}\nWrite a corrected {what}."))
+        return True
+
+
+def _vote_rounds(rounds: Sequence[Sequence[Outcome]]) -> Outcome | None:
+    """The vote over every round's candidates, the latest round first (it wins ties: it was told more)."""
+    return vote([o for r in reversed(rounds) for o in r])
+
+
+def _render_draft(draft: _Draft) -> str:
+    if draft.goal is None:
+        return draft.cypher
+    return f"Goal: {draft.goal}" + (f"\nCypher: {draft.cypher}" if draft.cypher else "")
 
 
 def parse_reply(text: str, task: Task) -> _Draft:
@@ -1115,18 +1258,6 @@ def parse_reply(text: str, task: Task) -> _Draft:
     return _Draft(" ".join(query_lines).rstrip(";").strip())
 
 
-_RELATION_WORDS = re.compile(
-    r"\b(closest|nearest|farthest|furthest|near|next|biggest|largest|smallest|highest|lowest|tallest|in|on|"
-    r"inside|from|to|with|than|that|which)\b",
-    re.I,
-)
-
-
-def _describes_more(phrase: str, links: Sequence[Link]) -> bool:
-    """Whether ``phrase`` says more than a class name ("box closest to the bag", "chair in R2")."""
-    return bool(_RELATION_WORDS.search(phrase)) or len(links) > 1
-
-
 def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
     """Links whose value the query never names (a symbol, or a class value as a string literal, or one of the
     class's listed nodes)."""
@@ -1145,20 +1276,6 @@ def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
     return out
 
 
-def _locates_named(question: str, link: Link) -> bool:
-    """Whether ``link`` only says where a node named by symbol is ("P1424 *in the lounge*", "P6219 in
-    *hallway R2*"): a query about that node need not use it."""
-    mention = re.escape(link.mention)
-    return (
-        re.search(
-            rf"\b[A-Z]{{1,2}}\d+\s+(?:is\s+|that\s+is\s+)?(?:in|on|inside|at)\s+(?:the\s+)?(?:[a-z]+\s+)?{mention}\b",
-            question,
-            re.I,
-        )
-        is not None
-    )
-
-
 def invented_symbols(query: str, links: Sequence[Link], question: str) -> list[str]:
     """Node symbols the query filters on that the question never named, directly or as a member of a linked
     class ("How many rooms are there?" answered for R1 only)."""
@@ -1169,42 +1286,13 @@ def invented_symbols(query: str, links: Sequence[Link], question: str) -> list[s
     return [v for v in found if v.lower() not in known | said]
 
 
-def swap_invented_symbols(query: str, links: Sequence[Link], question: str) -> tuple[str, list[str]]:
-    """An example's symbol copied into the query (``'O249'``) where the question names one symbol of that
-    kind that the query leaves out (``O112``): the question's symbol goes in its place. Only a one-for-one
-    swap per kind (the letter of the symbol) is made. ``(query, notes)``."""
-    invented = invented_symbols(query, links, question)
-    unused = [
-        link.value
-        for link in links
-        if link.key == ont.SYMBOL_KEY and not re.search(rf"\b{re.escape(link.value)}\b", query)
-    ]
-    notes = []
-    for kind in dict.fromkeys(v[0].upper() for v in invented):
-        wrong = [v for v in invented if v[0].upper() == kind]
-        right = [v for v in unused if v[0].upper() == kind]
-        if len(wrong) == 1 and len(right) == 1:
-            query = re.sub(rf"'{re.escape(wrong[0])}'", f"'{right[0]}'", query)
-            notes.append(f"{wrong[0]} is not in the question, {right[0]} is: used {right[0]}")
-    return query, notes
-
-
-_SUPERLATIVE = re.compile(
-    r"\b(closest|nearest|farthest|furthest|biggest|largest|smallest|highest|lowest|tallest|shortest)\b", re.I
-)
-_ORDERED = re.compile(r"\b(then|afterwards|after that|finally|first)\b", re.I)
-_AVOID = re.compile(r"\b(without|avoid|avoiding|stay out|stays out|don'?t|do not|never)\b", re.I)
-
-
 def sketch_problems(
-    instruction: str,
     draft: _Draft,
     links: Sequence[Link],
-    canonical: Callable[[str], set[str]] | None = None,
+    canonical: Any = None,
 ) -> list[str]:
-    """What a goal sketch misses of its instruction: symbols the instruction never named, linked things it
-    leaves out, a superlative without ``?x``, an ordered instruction without a final at-*/in-room, an
-    avoidance without ``not`` (each phrased for the model to fix)."""
+    """What a goal sketch misses of its instruction: symbols the instruction never named and linked things it
+    leaves out (each phrased for the model to fix)."""
     goal = draft.goal or ""
     used = set(re.findall(r"\b[A-Za-z]\d+\b", goal))
     linked = {link.value for link in links if link.key == ont.SYMBOL_KEY}
@@ -1220,298 +1308,55 @@ def sketch_problems(
             link.key != ont.SYMBOL_KEY
             and not ({link.value.lower(), link.mention.lower()} & classes)
             and link.value.lower() not in text
+            and not any(link.mention.lower() in c or link.value.lower() in c for c in classes)
         ):
             problems.append(f"the instruction mentions {link.mention!r}: use [{link.value}]")
-    superlative = _SUPERLATIVE.search(instruction)
-    if superlative and "?x" not in goal and superlative.group(1).lower() not in goal.lower():
-        problems.append(
-            f"'{superlative.group(1)}' picks one node: name it in brackets as the instruction does, "
-            f"e.g. [box {superlative.group(1).lower()} to the bag]"
-        )
-    if _ORDERED.search(instruction) and not re.search(r"\((at-|in-room)", goal):
-        problems.append("the last step of an ordered instruction is at-*/in-room, the earlier ones visited-*")
-    if _AVOID.search(instruction) and not re.search(r"\(\s*not\b", goal):
-        problems.append("the instruction says to avoid something: add (not (visited-room ...))")
-    if re.search(r"\(not\s*\(in-room", goal):
-        problems.append("avoiding a room means never visiting it: (not (visited-room ...)), not in-room")
-    grasp = _GRASP.search(instruction)
-    if grasp and _holding_only(instruction, goal) is not None:
-        problems.append(
-            f"'{grasp.group(0)}' asks only for holding it: (holding [...]), not an or with visiting"
-        )
     return problems
 
 
-def _holding_only(instruction: str, goal: str) -> str | None:
-    """``(or (holding [bin]) (visited-object [bin]))`` for "Grab a wastebin": the holding alternatives alone
-    (one as is, several in an ``or``); None when the goal or the instruction is not of that kind."""
-    if not _GRASP.search(instruction) or re.search(r"\bor\b", instruction, re.I):
-        return None
-    if not re.match(r"\s*\(\s*or\b", goal) or not re.search(r"\(\s*(?:visited|at)-", goal):
-        return None
-    parts = re.findall(r"\(\s*holding\s+[^()]*\)", goal)
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else "(or " + " ".join(parts) + ")"
-
-
-_GRASP = re.compile(r"\b(?:grab|pick\s+up|take|hold|carry|fetch|bring|get\s+me)\b", re.I)
-
-
-_CHOICE = re.compile(
-    r"\b(?:more|fewer|less|[a-z]{3,}er)\b[^?]*?\bor\b(?!\s+no\b)(?![^?]*\byes or no\b)", re.I
-)
-"""A question that asks which of two compared things ("more decorations or more signs", "closer to O3 or to
-O7"), which true/false cannot answer."""
-
-
 def shape_mismatch(result: QueryResult, answer_type: str | None, question: str = "") -> str | None:
-    """Why rows cannot hold an answer of ``answer_type`` (None when they can): only numbers where nodes or
-    names are asked for, only names where a number is, or true/false where a number is or where the
-    question asks which of two compared things."""
+    """Why rows cannot hold an answer of ``answer_type`` (None when they can): only true/false or names where
+    a number is asked for, only numbers or positions where nodes or names are."""
     cells = [v for row in result.rows for v in row.values() if v is not None]
     if not cells or answer_type is None:
         return None
-    if all(isinstance(v, bool) for v in cells) and (
-        answer_type == "number" or re.search(r"\bhow (many|much|far)\b", question, re.I)
-    ):
-        return "It returned true/false, but the question asks how many or how much: return that number."
-    if all(isinstance(v, bool) for v in cells) and answer_type != "number" and _CHOICE.search(question):
-        return (
-            "It returned true/false, but the question asks which of the two: return that one (its symbol or "
-            "class), e.g. ordered by the compared value with LIMIT 1."
-        )
+    if all(isinstance(v, bool) for v in cells) and answer_type == "number":
+        return "It returned true/false, but the answer is a number: return that number."
     numeric = all(_is_number(v) or (isinstance(v, list) and v and all(map(_is_number, v))) for v in cells)
-    asks_which = re.search(r"\bwhich\b|\bwhose\b|\bwhat(?:'s| is) the\b", question, re.I) is not None
     points = all(isinstance(v, dict) and {"x", "y"} <= set(v) for v in cells)
-    if (
-        answer_type in ("set", "list", "string")
-        and points
-        and asks_which
-        and not re.search(r"\b(where|position|location|coordinates?)\b", question, re.I)
-    ):
-        return "It returned positions, but the question asks which node: return n.nodeSymbol (ordered if needed)."
-    if answer_type in ("set", "list", "string") and numeric and (asks_which or _CHOICE.search(question)):
+    if answer_type in ("set", "list", "string") and points:
+        return "It returned positions, but the answer is nodes or names: return n.nodeSymbol (ordered if needed)."
+    if answer_type in ("set", "list", "string") and numeric:
         return (
-            f"It returned only numbers ({result.columns[0]} = {cells[0]}), but the question asks which node or "
-            "thing: return n.nodeSymbol (ordered by that number if needed), not the number."
+            f"It returned only numbers ({result.columns[0]} = {cells[0]}), but the answer is nodes or names: "
+            "return n.nodeSymbol (ordered by that number if needed), not the number."
         )
-    if answer_type == "number" and not any(isinstance(v, (int, float)) for v in cells) and len(cells) == 1:
-        return "It returned a name, but the question asks for a number: return the count or the measure."
+    if answer_type == "number" and not any(_is_number(v) for v in cells) and len(cells) == 1:
+        return "It returned a name, but the answer is a number: return the count or the measure."
+    if answer_type == "point" and not points:
+        return "The answer is a position: return the node's center (n.center)."
     return None
 
 
-def _last_question(text: str) -> str:
-    """The sentence of ``text`` that asks ("Take the box closest to the bike. Which mesh place is it on?"
-    -> "Which mesh place is it on?"): the last one starting with which/what, else the whole text."""
-    asking = [c for c in re.split(r"(?<=[.:;?!])\s+", text) if re.match(r"\s*(?:which|what)\b", c, re.I)]
-    return asking[-1] if asking else text
+def _counted_nothing(result: QueryResult, query: str) -> bool:
+    """Whether ``result`` is one count of 0 (``RETURN count(x)`` over a pattern that matched nothing)."""
+    cells = [v for row in result.rows for v in row.values()]
+    return (
+        len(result.rows) == 1
+        and len(cells) == 1
+        and cells[0] == 0
+        and not isinstance(cells[0], bool)
+        and re.search(r"\bcount\s*\(", query, re.I) is not None
+    )
 
 
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_RETURN_PROPERTY = re.compile(
-    r"\bRETURN\s+(DISTINCT\s+)?([A-Za-z_]\w*)\.\w+(?:\.[xyz]|\[\d\])?(?:\s+AS\s+\w+)?(?=\s+ORDER\b|\s+LIMIT\b|\s*$)",
-    re.I,
-)
-
-
-def symbol_return(query: str) -> str | None:
-    """``query`` returning the node's symbol instead of one of its properties (``RETURN o.center ORDER BY
-    o.center.z DESC LIMIT 1`` -> ``RETURN o.nodeSymbol ...``); None when the RETURN is anything else."""
-    m = _RETURN_PROPERTY.search(query)
-    if m is None or re.search(rf"\.{ont.SYMBOL_KEY}\b", m.group(0)):
-        return None
-    symbol = f"RETURN {m.group(1) or ''}{m.group(2)}.{ont.SYMBOL_KEY}"
-    if re.search(r"\s+AS\s+\w+$", m.group(0), re.I):  # ORDER BY may use the alias: keep it as a column
-        symbol += ", " + re.sub(r"(?i)^RETURN\s+(DISTINCT\s+)?", "", m.group(0))
-    return query[: m.start()] + symbol + query[m.end() :]
-
-
 _DISTANCE_BOUND = re.compile(
     r"point\.distance\([^()]*(?:\([^()]*\)[^()]*)*\)\s*[<>]=?\s*(\d+(?:\.\d+)?)", re.I
 )
-
-
-def _holds_any(cypher: str, invented: Sequence[str]) -> bool:
-    """Whether an example's Cypher holds one of ``invented`` (``'R2'``/``R2`` values, ``2 m`` distance
-    bounds)."""
-    for item in invented:
-        if item.endswith(" m"):
-            bound = float(item[:-2])
-            if any(float(m.group(1)) == bound for m in _DISTANCE_BOUND.finditer(cypher)):
-                return True
-        elif f"'{item.strip(chr(39))}'" in cypher:
-            return True
-    return False
-
-
-_MOVING = re.compile(
-    r"\b(next|adjacent|neighbou?r\w*|connect\w*|reach\w*|routes?|path\w*|ways?|hops?|steps?|moves?|go|goes|"
-    r"going|gets?|walk\w*|enter\w*|through|via|beside|doors?|doorways?|travel\w*|lead\w*|link\w*|join\w*|"
-    r"open\w*|pass\w*|cross\w*|between|from|border\w*|touch\w*|around|isolated|dead|apart|far|away)\b",
-    re.I,
-)
-"""Words of a question about neighbours, routes or moving between places."""
-
-_SPATIAL = re.compile(
-    r"\b(near\w*|close\w*|far\w*|further|furthest|distance\w*|within|met(?:er|re)s?|m|cm|around|next|"
-    r"beside|by|apart|away|radius|reach\w*|closest|position\w*|where|coordinates?|location)\b|\d",
-    re.I,
-)
-"""Words of a question about distances or positions."""
-
-_ORDERED_DISTANCE = re.compile(  # RETURN point.distance(a.center, b.center) AS d ORDER BY d DESC LIMIT 1
-    r"\bRETURN\s+(?P<d>point\.distance\(\s*(?P<a>\w+)\.center\s*,\s*(?P<b>\w+)\.center\s*\))\s+AS\s+(?P<al>\w+)"
-    r"\s+ORDER\s+BY\s+(?P=al)(?:\s+(?P<dir>DESC|ASC))?\s+LIMIT\s+1\s*;?\s*$",
-    re.I | re.S,
-)
-_EXTREME_DISTANCE = re.compile(
-    r"\bRETURN\s+(?P<f>max|min)\s*\(\s*(?P<d>point\.distance\(\s*(?P<a>\w+)\.center\s*,\s*(?P<b>\w+)\.center\s*\))"
-    r"\s*\)(?:\s+AS\s+\w+)?(?:\s+ORDER\s+BY\b.*)?\s*;?\s*$",
-    re.I | re.S,
-)
-
-
-_HELD = re.compile(
-    r"\b(?:on|in|inside|hold|holds|contain|contains|sitting|lying)\b(?!\s+(?:which|what)\b)", re.I
-)
-
-
-def _echoed(question: str, answer: str | None, links: Sequence[Link]) -> str | None:
-    """Why ``answer`` repeats the one node the question names ("What's on mesh place P21976?" answered
-    ``P21976``), which is never what is asked of it; None otherwise (and for "which of A and B")."""
-    named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
-    if (
-        answer is None
-        or len(named) != 1
-        or _CHOICE.search(question)
-        or re.search(r"\bwhich of\b", question, re.I)
-    ):
-        return None
-    if answer.strip("<>[] ") != named[0]:
-        return None
-    return (
-        f"It returned {named[0]}, the node the question names itself: return what the question asks about "
-        f"{named[0]} (e.g. the nodes it CONTAINS, is linked to, or lies near)."
-    )
-
-
-_HEAD_END = re.compile(
-    r"\b(?:in|on|at|near|inside|from|to|of|with|that|which|who|where|closest|nearest|farthest|furthest)\b",
-    re.I,
-)
-
-
-def asked_classes(question: str, links: Sequence[Link]) -> set[str]:
-    """The classes "which <noun>" asks for (``{'trash'}`` for "Which trash can is ..."; only the head
-    noun: "which seats in the lounge" asks for seats, not lounges); for "which one", the classes named before
-    it ("Of all the decorations, which one ..."), for "which of the X", the X."""
-    which = re.search(
-        r"\b(?:which|what)\s+(.+?)(?:\s+(?:is|are|was|lies|stands|sits)\b|[?,]|$)", question, re.I
-    )
-    if which is None:
-        return set()
-    words = which.group(1).lower()
-    classes = [link for link in links if link.key == ont.CLASS_KEY]
-    if re.match(r"(?:one|ones)\b", words):
-        before = question[: which.start()].lower()
-        return {link.value for link in classes if link.mention.lower() in before}
-    words = re.sub(r"^of\s+(?:the\s+|these\s+|those\s+)?", "", words)
-    head = words[: m.start()] if (m := _HEAD_END.search(words)) else words
-    return {
-        link.value
-        for link in classes
-        if link.mention.lower() in head or re.search(rf"\b{link.value}\b", head)
-    }
-
-
-def extreme_return(query: str, question: str, links: Sequence[Link]) -> str | None:
-    """``RETURN max(point.distance(a.center, b.center))`` for "Which trash can is the farthest from the
-    food?": the node the question asks for (the one whose class the words after "which" name), ordered by
-    that distance (``RETURN a.nodeSymbol ORDER BY ... DESC LIMIT 1``); None when that node is unclear."""
-    m = _EXTREME_DISTANCE.search(query) or _ORDERED_DISTANCE.search(query)
-    asked = asked_classes(question, links)
-    if m is None or not asked:
-        return None
-    targets = [
-        var
-        for var in dict.fromkeys((m.group("a"), m.group("b")))
-        if (cls := re.search(rf"\(\s*{var}\s*:\s*\w+\s*\{{[^}}]*\bclass\s*:\s*'([^']*)'", query))
-        and cls.group(1) in asked
-    ]
-    if len(targets) != 1:
-        return None
-    extreme = (m.groupdict().get("f") or m.groupdict().get("dir") or "ASC").lower()
-    order = "DESC" if extreme in ("max", "desc") else "ASC"
-    return f"{query[: m.start()]}RETURN {targets[0]}.nodeSymbol ORDER BY {m.group('d')} {order} LIMIT 1"
-
-
-_DISTANCE_TERM = (
-    r"(?:(?:min|max)\s*\(\s*)?point\.distance\(\s*(?P<{0}>\w+)\.center\s*,\s*(?P<{1}>\w+)\.center\s*\)\s*\)?"
-    r"(?:\s+AS\s+\w+)?"
-)
-_TWO_DISTANCES = re.compile(
-    r"\bRETURN\s+" + _DISTANCE_TERM.format("a1", "b1") + r"\s*,\s*" + _DISTANCE_TERM.format("a2", "b2"), re.I
-)
-
-
-def choice_return(query: str, question: str) -> str | None:
-    """Two distances returned for "Is the bag closer to the bed or to O237?" (``RETURN point.distance(a, b),
-    point.distance(a, c)``): the closer (or, for "farther", the farther) of the two, by symbol; None for
-    other queries and questions."""
-    m = _TWO_DISTANCES.search(query)
-    if m is None or not _CHOICE.search(question):
-        return None
-    first, second = {m.group("a1"), m.group("b1")}, {m.group("a2"), m.group("b2")}
-    shared = first & second
-    if len(shared) != 1 or len(first) != 2 or len(second) != 2:
-        return None
-    if re.search(r"\b(?:farther|further|more\s+distant)\b", question, re.I):
-        wins = ">"
-    elif re.search(r"\b(?:closer|nearer)\b", question, re.I):
-        wins = "<"
-    else:
-        return None
-    (ref,) = shared
-    (x,), (y,) = first - shared, second - shared
-    d1, d2 = (f"point.distance({ref}.center, {v}.center)" for v in (x, y))
-    return (
-        f"{query[: m.start()]}RETURN CASE WHEN {d1} {wins} {d2} THEN {x}.nodeSymbol ELSE {y}.nodeSymbol END "
-        "AS choice"
-    )
-
-
-def _class_literals(invented: Sequence[str]) -> list[str]:
-    """The class values among :meth:`CypherAgent._invented`'s findings (quoted there: ``'seating'``)."""
-    return [v[1:-1] for v in invented if v.startswith("'")]
-
-
-def _filters_returned(query: str, value: str) -> bool:
-    """Whether ``query`` filters on class ``value`` a node its RETURN clause returns or counts."""
-    ret = re.search(r"\bRETURN\b((?:(?!\bORDER\b|\bLIMIT\b).)*)", query, re.I | re.S)
-    if ret is None:
-        return False
-    quoted = re.escape(value)
-    holders = {
-        m.group(1) for m in re.finditer(rf"\(\s*(\w+)\s*:\s*\w+\s*\{{[^}}]*\bclass\s*:\s*'{quoted}'", query)
-    } | {m.group(1) for m in re.finditer(rf"\b(\w+)\.class\s*=\s*'{quoted}'", query)}
-    return bool(holders) and all(re.search(rf"\b{h}\b", ret.group(1)) for h in holders)
-
-
-_REFERS_BACK = re.compile(r"\b(?:those|these|that|this|them|such)\b", re.I)
-_CENTER_OF = re.compile(r"\b(?:center|centre|middle)\s+of\b", re.I)
-
-
-def _measured_from_center(question: str, links: Sequence[Link]) -> bool:
-    """Whether the question measures from a named node's center ("within 10 m of the center of hallway R5")
-    without also asking for what is inside a named node ("in R5")."""
-    return bool(_CENTER_OF.search(question)) and not any(
-        re.search(rf"\b(?:in|inside)\s+(?:the\s+)?(?:\w+\s+)?{re.escape(link.mention)}\b", question, re.I)
-        for link in links
-    )
 
 
 def _symbols_of(answer: str | None) -> list[str]:
@@ -1523,7 +1368,7 @@ def _symbols_of(answer: str | None) -> list[str]:
 
 
 def _absorb(result: AgentResult, earlier: AgentResult) -> None:
-    """Count what ``earlier`` (a split call or a step that came before) spent into ``result``."""
+    """Count what ``earlier`` (a plan call or a step that came before) spent into ``result``."""
     result.usage = earlier.usage + result.usage
     result.llm_calls += earlier.llm_calls
     result.tools = earlier.tools + result.tools
@@ -1534,6 +1379,8 @@ def _absorb(result: AgentResult, earlier: AgentResult) -> None:
     for key in ("rewrites", "links", "examples"):
         if earlier.context.get(key):
             result.context[key] = list(earlier.context[key]) + list(result.context.get(key, []))
+    if "plan" in earlier.context and "plan" not in result.context:
+        result.context["plan"] = earlier.context["plan"]
 
 
 def _normalized(query: str) -> str:

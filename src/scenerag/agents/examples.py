@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scenerag.agents.query_repair import apply_edits
+from scenerag.agents.words import load_words
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.store.base import GraphStore
@@ -199,7 +200,8 @@ def _values(store: GraphStore, roles: GraphRoles) -> _Values:
 def _plural(word: str) -> str:
     """English plural of a class name; coarse categories (seating, storage, decor) read as "<c> objects"."""
     word = word.replace("_", " ")
-    if word.endswith(("age", "or", "ure", "ery", "ware")) or word in _MASS_NOUNS:
+    words = load_words()
+    if word.endswith(words.mass_noun_endings) or word in words.mass_nouns:
         return f"{word} objects"
     if word.endswith("shelf"):
         return word[:-1] + "ves"
@@ -208,14 +210,6 @@ def _plural(word: str) -> str:
     if word.endswith("y") and not word.endswith(("ay", "ey", "oy", "uy")):
         return word[:-1] + "ies"
     return word + "s"
-
-
-_MASS_NOUNS = frozenset(
-    {
-        *("food", "trash", "furniture", "clothes", "equipment", "flora", "storage"),
-        *("seating", "lighting", "clothing", "bedding", "shelving", "plumbing", "heating", "signage"),
-    }
-)
 
 
 _RESERVED = frozenset(
@@ -629,6 +623,20 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 f"MATCH (p:{P}) WHERE NOT EXISTS {{ MATCH (:{R})-[:CONTAINS*]->(p) }} RETURN count(p)",
             ),
         ]
+        if roles.leaf_in_place:  # counts with an existence condition
+            r2 = _pick(v.regions, 1, "R2")
+            ex += [
+                (
+                    f"On how many {P} nodes of {r2} is there at least one {OB.lower()}?",
+                    f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P}) "
+                    f"WHERE EXISTS {{ MATCH (p)-[:CONTAINS]->(:{OB}) }} RETURN count(DISTINCT p)",
+                ),
+                (
+                    f"How many {P} nodes of {r2} hold no {OB.lower()}s at all?",
+                    f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P}) "
+                    f"WHERE NOT EXISTS {{ MATCH (p)-[:CONTAINS]->(:{OB}) }} RETURN count(DISTINCT p)",
+                ),
+            ]
         if rcx and len(v.region_classes) > 1:  # kinds in one class of region and in none of another
             other = v.region_classes[1]
             ex.append(
@@ -648,6 +656,22 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             )
     if P and roles.place_link:
         pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
+        p1 = _pick(v.places, -1, "P2")
+        ex.append(
+            (
+                f"How many hops is the shortest route from {P} {p0} to {P} {p1}?",
+                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}}), (b:{P} {{nodeSymbol: '{p1}'}}) "
+                f"MATCH s = shortestPath((a)-[:{pl}*..200]-(b)) RETURN length(s)",
+            )
+        )
+        ex.append(
+            (  # reachability: a breadth-first shortest path per node, none found = unreachable
+                f"Which {P} nodes can the robot not reach from {p0} along the {P} links?",
+                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}}), (b:{P}) WHERE b <> a "
+                f"OPTIONAL MATCH s = shortestPath((a)-[:{pl}*..200]-(b)) WITH b, s WHERE s IS NULL "
+                "RETURN b.nodeSymbol",
+            )
+        )
         ex.append(
             (
                 f"Which {P} has the most neighbouring {P} nodes?",
@@ -734,9 +758,21 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     plain = {ont.layer_name(label) for label in schema.node_counts}
     hollow = [f"'{c}'" for c in [*v.classes, *v.region_classes] if c.lower() in plain]
     ex = [(q, c) for q, c in ex if not any(h in c for h in hollow)]
-    out = [CypherExample(q, c) for q, c in ex]
+    out = [CypherExample(_layer_words(q, schema), c) for q, c in ex]
     out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, c3=c3, cs=cs)
     return out
+
+
+def _layer_words(question: str, schema: GraphSchema) -> str:
+    """A template question with labels said as words ("MeshPlace nodes" -> "mesh places", "the MeshPlace"
+    -> "the mesh place"), as a user writes them; the Cypher keeps the labels."""
+    for label in sorted(schema.node_counts, key=len, reverse=True):
+        word = ont.layer_name(label).replace("_", " ")
+        if word == label:
+            continue
+        question = re.sub(rf"\b{label} nodes\b", _plural(word), question)
+        question = re.sub(rf"\b{label}\b", word, question)
+    return question
 
 
 def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: str) -> list[tuple[str, str]]:
@@ -790,6 +826,28 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
             f"MATCH (a:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS kinds "
             f"MATCH (b:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{OB}) WHERE o.class IN kinds "
             "RETURN DISTINCT o.class",
+        ),
+        (
+            f"Which {rl} is the {c1} nearest to {o2} in?",
+            f"MATCH (x:{OB} {{class: '{c1}'}}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref "
+            f"WITH x ORDER BY point.distance(x.center, ref.center) LIMIT 1 "
+            f"MATCH (r:{R})-[:CONTAINS*]->(x) RETURN DISTINCT r.nodeSymbol",
+        ),
+        (
+            f"Which {rl} holds the {c2} farthest from the {cs}?",
+            f"MATCH (x:{OB} {{class: '{c2}'}}), (ref:{OB} {{class: '{cs}'}}) WHERE x <> ref "
+            f"WITH x ORDER BY point.distance(x.center, ref.center) DESC LIMIT 1 "
+            f"MATCH (r:{R})-[:CONTAINS*]->(x) RETURN DISTINCT r.nodeSymbol",
+        ),
+        (
+            f"What kinds of {OB.lower()}s are in the {rl} that {o2} is in?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{nodeSymbol: '{o2}'}}) WITH DISTINCT r "
+            f"MATCH (r)-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
+        ),
+        (
+            f"Which {rl}s have a {c1} but no {c2}?",
+            f"MATCH (r:{R}) WHERE EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c1}'}}) }} "
+            f"AND NOT EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c2}'}}) }} RETURN r.nodeSymbol",
         ),
         (
             f"How many {OB.lower()}s are in the {rl} where the {cs} is?",
@@ -881,6 +939,12 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
                 f"How many different shortest routes are there from {ra} to {rb}?",
                 f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}) "
                 f"MATCH p = allShortestPaths((a)-[:{link}*..10]-(b)) RETURN count(p)",
+            ),
+            (  # a region on every route between two others (no route avoids it)
+                f"Which {rl} does every route from {ra} to {rb} pass through?",
+                f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}), (m:{R}) WHERE m <> a AND "
+                f"m <> b AND NOT EXISTS {{ MATCH p = (a)-[:{link}*1..6]-(b) WHERE NONE(x IN nodes(p) WHERE x = m) }} "
+                "RETURN m.nodeSymbol",
             ),
             (
                 f"Which {rl}s have no direct connection to {rc}?",
@@ -1191,6 +1255,13 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
             CypherExample(
                 f"Pick up a {c1}, or go to {o2}.", "", f"(or (holding [{c1}]) (visited-object {o2}))"
             ),
+            # a class limited to a region: the phrase keeps the scope (it is resolved by a query)
+            CypherExample(f"Check on the {_plural(c1)} in {r1}.", "", f"(all (safe [{c1} in {r1}]))"),
+            CypherExample(
+                f"Get to {_pick(v.regions, -1, r1)} without passing through {r1}.",
+                "",
+                f"(and (in-room {_pick(v.regions, -1, r1)}) (not (visited-room {r1})))",
+            ),
         ]
     if P and v.places:
         p1, p2 = v.places[0], v.places[-1]
@@ -1201,6 +1272,14 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
                 f"First go to {words} {n1}, then to {words} {n2}.",
                 "",
                 f"(and (visited-place {p1}) (at-place {p2}))",
+            )
+        )
+        # moving an object: where it ends is a place, named or described
+        ex.append(
+            CypherExample(
+                f"Move the {cs} over to the {c2}.",
+                "",
+                f"(object-in-place [{cs}] [{words} where the {c2} is])",
             )
         )
     return ex
@@ -1430,7 +1509,8 @@ def adapt_example(
         edits += [(start, end, "'" + swap[value].replace("'", "\\'") + "'") for start, end, value in spans]
     unlinked = lowered
     for link in links:  # "bathroom 2", "R5": numbers inside names and symbols are no thresholds
-        unlinked = unlinked.replace(link.mention.lower(), " ")
+        for mention in link.mentions:
+            unlinked = unlinked.replace(mention.lower(), " ")
     numbers = _QUESTION_NUMBER.findall(re.sub(r"\b[a-z]\d+\b", " ", unlinked))
     thresholds = list(_THRESHOLD.finditer(example.cypher))
     if len(numbers) != len(thresholds):

@@ -19,9 +19,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from scenerag.lang.gbnf import Grammar, Node
 from scenerag.lang.pddl_goal import GoalDomain
 
-__all__ = ["SketchError", "SketchResult", "resolve_sketch"]
+__all__ = ["SketchError", "SketchResult", "resolve_sketch", "sketch_grammar"]
 
 _TOKEN = re.compile(r"\(|\)|\[[^\]]*\]|[^\s()\[\]]+")
 
@@ -97,7 +98,7 @@ def resolve_sketch(
             name = arg[1:-1].strip()
             found = classes(name, kind)
             if not found:
-                raise SketchError(f"no {kind} of class '{name}' exists in the graph")
+                raise SketchError(f"[{name}] names no {kind} of the graph")
             if len(found) > 1:
                 notes.append(f"[{name}] is {', '.join(found)}")
             return found
@@ -166,3 +167,36 @@ def _product(options: list[list[str]]) -> list[list[str]]:
     for opts in options:
         out = [[*prefix, o] for prefix in out for o in opts]
     return out
+
+
+def sketch_grammar(domain: GoalDomain, symbols: dict[str, list[str]] | None = None) -> Grammar:
+    """The grammar of a goal-sketch reply, ``Goal: <sketch>`` (and optionally a ``Cypher:`` line), over
+    ``domain``'s predicates with their arities and argument kinds: each argument is a symbol of its kind
+    (``symbols``: kind -> the graph's symbols; a symbol shape when a kind lists none), a bracketed phrase or
+    a ``?variable``. A local model decoding under it always writes a sketch that parses."""
+    from scenerag.lang.gbnf import Chars, Ref, alt, one_of, opt, plus, seq
+
+    symbols = symbols or {}
+    sp = Ref("sp")
+    rules: dict[str, Node] = {
+        "sp": Chars(" "),
+        "phrase": seq("[", plus(Chars("^\\]\\n[")), "]"),
+        "var": seq("?", plus(Chars("a-z_0-9"))),
+        "goal": alt(
+            Ref("atom"),
+            seq("(", alt("and", "or", "all", "any"), plus(seq(sp, Ref("goal"))), ")"),
+            seq("(not", sp, Ref("goal"), ")"),
+        ),
+        "cypher": plus(Chars("^\\n")),
+        "root": seq("Goal: ", Ref("goal"), opt(seq("\n", "Cypher: ", Ref("cypher")))),
+    }
+    for kind, spec in domain.kinds.items():
+        listed = sorted(set(symbols.get(kind, ())))
+        prefixes = spec.symbol_prefixes
+        shape = seq(alt(*prefixes) if prefixes else Chars("A-Za-z"), plus(Chars("0-9")))
+        rules[f"arg-{kind}"] = alt(one_of(listed) if listed else shape, Ref("phrase"), Ref("var"))
+    atoms = []
+    for predicate, kinds in domain.predicates.items():
+        atoms.append(seq("(", predicate, *(seq(sp, Ref(f"arg-{k}")) for k in kinds), ")"))
+    rules["atom"] = alt(*atoms)
+    return Grammar(rules)

@@ -13,6 +13,7 @@ from scenerag.lang.pddl_goal import (
     goal_symbols,
     parse_goal,
 )
+from scenerag.progress import SILENT, StageProgress
 from scenerag.store.base import GraphStore
 
 LOOKUP = "MATCH (n) WHERE n.nodeSymbol IN $symbols RETURN n.nodeSymbol AS s, labels(n) AS l"
@@ -36,9 +37,16 @@ def symbol_spellings(symbol: str) -> list[str]:
 class PddlGrounder:
     """Checks goals against ``domain`` and the live database of ``store``."""
 
-    def __init__(self, store: GraphStore, domain: GoalDomain = HERACLES_DOMAIN) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        domain: GoalDomain = HERACLES_DOMAIN,
+        *,
+        progress: StageProgress | None = None,
+    ) -> None:
         self.store = store
         self.domain = domain
+        self.progress = progress or SILENT
 
     def known_symbols(self, symbols: set[str]) -> dict[str, str]:
         """``{symbol: label}`` for those of ``symbols`` (or their case variants) present in the database."""
@@ -55,6 +63,7 @@ class PddlGrounder:
 
     def problems(self, goal_text: str) -> list[str]:
         """Readable problems of ``goal_text``; empty when it parses, fits the domain and every symbol grounds."""
+        self.progress.stage("checking goal")
         try:
             goal = parse_goal(goal_text, self.domain)
         except GoalParseError as exc:

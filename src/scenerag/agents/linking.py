@@ -2,7 +2,7 @@
 
 A mention links to a listed property value (``'wastebin'`` -> ``Object.class = 'trash'``, ``'lounge'`` ->
 ``Room.class = 'lounge'``) or to a node symbol (``'object 79'`` -> ``O79``). Matching, in order: the value
-itself or its plural; a built-in lexicon of everyday object words (:data:`LEXICON`, extendable); embedding
+itself or its plural; the lexicon of everyday object words (data files of :mod:`scenerag.agents.words`, extendable); embedding
 similarity of the word to the values (when an embedder is given). Symbols are checked against the store.
 The links go into the prompt ("'wastebin' is Object class 'trash'") and mask the question for example
 retrieval, so retrieval matches the question's *shape*, not its nouns.
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from scenerag.agents.grounding import symbol_spellings
+from scenerag.agents.words import Words, load_words
 from scenerag.graph import ontology as ont
 from scenerag.store.base import GraphStore
 from scenerag.store.schema import GraphSchema
@@ -23,327 +24,13 @@ from scenerag.store.schema import GraphSchema
 if TYPE_CHECKING:
     from scenerag.retrieval.embeddings import Embedder
 
-__all__ = ["LEXICON", "EntityLinker", "Link"]
-
-#: everyday words -> coarse scene-graph class names (Hydra / Heracles labelspace and common indoor sets);
-#: a word links only when one of its classes is a value the graph holds.
-LEXICON: dict[str, tuple[str, ...]] = {
-    # seating
-    "chair": ("seating", "chair"),
-    "couch": ("seating", "sofa", "couch"),
-    "sofa": ("seating", "sofa"),
-    "bench": ("seating", "bench"),
-    "stool": ("seating", "stool"),
-    "armchair": ("seating", "chair"),
-    "seat": ("seating", "chair"),
-    "ottoman": ("seating",),
-    "to sit": ("seating", "chair"),  # "places to sit", "somewhere to sit"
-    # storage
-    "cabinet": ("storage", "cabinet"),
-    "shelf": ("storage", "shelf", "bookshelf"),
-    "shelves": ("storage", "shelf", "bookshelf"),
-    "bookshelf": ("storage", "shelf"),
-    "drawer": ("storage", "drawer"),
-    "cupboard": ("storage", "cabinet"),
-    "locker": ("storage",),
-    "dresser": ("storage",),
-    "wardrobe": ("storage",),
-    "closet": ("storage", "wardrobe"),
-    "rack": ("storage",),
-    "bookcase": ("storage", "shelf", "bookshelf"),
-    # trash
-    "bin": ("trash", "bin", "trash_can", "garbage_can"),
-    "wastebin": ("trash", "trash_can"),
-    "wastebasket": ("trash", "trash_can"),
-    "garbage": ("trash", "trash_can", "garbage_can"),
-    "trashcan": ("trash", "trash_can"),
-    "dustbin": ("trash", "trash_can"),
-    "rubbish": ("trash", "trash_can"),
-    "recycling": ("trash", "trash_can"),
-    # lights
-    "lamp": ("light", "lamp"),
-    "lights": ("light", "lamp"),
-    "lighting": ("light",),
-    "bulb": ("light",),
-    "chandelier": ("light",),
-    # appliances
-    "fridge": ("appliance", "refrigerator", "fridge"),
-    "freezer": ("refrigerator", "fridge", "appliance"),
-    "refrigerator": ("appliance", "refrigerator", "fridge"),
-    "microwave": ("appliance", "microwave"),
-    "oven": ("appliance", "oven"),
-    "stove": ("appliance", "oven", "stove"),
-    "cooker": ("oven", "stove", "appliance"),
-    "dishwasher": ("appliance",),
-    "toaster": ("appliance",),
-    "kettle": ("appliance",),
-    "printer": ("appliance",),
-    "coffee": ("appliance", "food"),
-    "vending": ("appliance",),
-    "machine": ("appliance",),
-    "tv": ("appliance", "tv"),
-    "television": ("appliance", "tv"),
-    "washer": ("washing_machine", "appliance"),
-    "laundry machine": ("washing_machine",),
-    "tumble dryer": ("dryer",),
-    # decor
-    "plant": ("plant", "flora", "decor"),  # a perception's own plant class first, where it has one
-    "plants": ("plant", "flora", "decor"),
-    "painting": ("decor", "picture", "painting"),
-    "paintings": ("decor", "picture", "painting"),
-    "picture": ("decor", "picture", "painting"),
-    "pictures": ("decor", "picture", "painting"),
-    "photo": ("picture", "painting", "decor"),
-    "poster": ("decor", "sign"),
-    "vase": ("decor", "vase"),
-    "artwork": ("decor", "painting", "picture"),
-    "flower": ("flower", "plant", "flora", "decor"),
-    "flowers": ("flower", "plant", "flora", "decor"),
-    "art": ("decor",),
-    "decoration": ("decor",),
-    "decorations": ("decor",),
-    "ornament": ("decor",),
-    "frame": ("decor",),
-    # signs
-    "signs": ("sign",),
-    "signage": ("sign",),
-    "placard": ("sign",),
-    "notice": ("sign",),
-    "exit": ("sign",),
-    "board": ("sign",),
-    # misc
-    # people
-    "people": ("human", "person"),
-    "person": ("human", "person"),
-    "persons": ("human", "person"),
-    # clothes
-    "clothing": ("clothes", "clothing"),
-    "jacket": ("clothes", "clothing", "jacket"),
-    "coat": ("clothes", "clothing", "coat"),
-    "sweater": ("clothes", "clothing", "sweater"),
-    "shirt": ("clothes", "clothing", "shirt"),
-    "bike": ("bicycle", "bike"),
-    "cycle": ("bicycle",),
-    "bicycles": ("bicycle",),
-    "backpack": ("bag", "backpack"),
-    "suitcase": ("bag", "suitcase"),
-    "purse": ("bag",),
-    "handbag": ("bag",),
-    "luggage": ("bag",),
-    "carton": ("box",),
-    "crate": ("box",),
-    "package": ("box",),
-    "parcel": ("box",),
-    "boxes": ("box",),
-    "snack": ("food",),
-    "snacks": ("food",),
-    "fruit": ("food",),
-    "meal": ("food",),
-    "mattress": ("bed",),
-    "cushion": ("pillow",),
-    "cushions": ("pillow",),
-    "heater": ("radiator",),
-    "cup": ("mug", "cup"),
-    "dish": ("plate", "bowl"),
-    "dishes": ("plate", "bowl"),
-    "tap": ("faucet",),
-    "taps": ("faucet",),
-    "staircase": ("stairs",),
-    "stairway": ("stairs",),
-    "screen": ("monitor", "tv"),
-    "bedside table": ("nightstand",),
-    "night stand": ("nightstand",),
-    "night table": ("nightstand",),
-    "shoe rack": ("shoe_cabinet",),
-    "light switch": ("switch",),
-    "cot": ("bed",),
-    "table": ("table", "desk"),
-    "desk": ("desk", "table"),
-    "door": ("door",),
-    "window": ("window",),
-    "toilet": ("toilet",),
-    "sink": ("sink",),
-    "bathtub": ("bathtub",),
-    "tub": ("bathtub",),
-    "monitor": ("monitor", "tv", "appliance"),
-    "computer": ("computer", "laptop", "monitor", "appliance"),
-    # rooms
-    "corridor": ("hallway", "corridor"),
-    "hallway": ("hallway", "corridor"),
-    "hall": ("hallway", "corridor"),
-    "hallways": ("hallway", "corridor"),
-    "corridors": ("hallway", "corridor"),
-    "passage": ("hallway", "corridor"),
-    "laundry": ("laundry_room",),
-    "study": ("office",),
-    "lobby": ("lounge", "lobby"),
-    # adjectives only name a room with their noun ("the most common kind" is no lounge)
-    "common room": ("lounge",),
-    "common area": ("lounge",),
-    "break room": ("lounge",),
-    "sitting room": ("lounge", "living_room"),
-    "sitting area": ("lounge", "living_room"),
-    "living room": ("living_room", "lounge"),
-    "living area": ("living_room", "lounge"),
-    "bedroom": ("bedroom",),
-    "bathroom": ("bathroom",),
-    "restroom": ("bathroom",),
-    "washroom": ("bathroom",),
-    "kitchen": ("kitchen",),
-    "office": ("office",),
-}
+__all__ = ["EntityLinker", "Link", "word_forms"]
 
 _MAX_CLASSES = 2000  # distinct classes read per label for linking
 _SMALL_LABEL = 200  # labels with at most this many nodes: class members and node names are read
 
-#: two-word phrases whose words name no node ("bounding box" is a measure, not a box)
-_NOT_ENTITIES = frozenset({"bounding box", "bounding boxes", "floor plan", "point cloud"})
-
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "is",
-        "are",
-        "be",
-        "there",
-        "which",
-        "what",
-        "where",
-        "how",
-        "many",
-        "much",
-        "any",
-        "all",
-        "each",
-        "every",
-        "per",
-        "and",
-        "or",
-        "not",
-        "no",
-        "with",
-        "within",
-        "near",
-        "nearest",
-        "closest",
-        "farthest",
-        "furthest",
-        "than",
-        "from",
-        "by",
-        "for",
-        "into",
-        "inside",
-        "as",
-        "it",
-        "its",
-        "me",
-        "my",
-        "i",
-        "you",
-        "do",
-        "does",
-        "did",
-        "give",
-        "tell",
-        "list",
-        "show",
-        "find",
-        "count",
-        "number",
-        "room",
-        "rooms",
-        "object",
-        "objects",
-        "thing",
-        "things",
-        "place",
-        "places",
-        "node",
-        "nodes",
-        "graph",
-        "scene",
-        "type",
-        "types",
-        "kind",
-        "kinds",
-        "class",
-        "classes",
-        "this",
-        "that",
-        "these",
-        "those",
-        "most",
-        "least",
-        "fewest",
-        "more",
-        "less",
-        "between",
-        "other",
-        "others",
-        "individual",
-        "single",
-        "separate",
-        "particular",
-        "specific",
-        "same",
-        "both",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "meter",
-        "meters",
-        "metres",
-        "m",
-        "far",
-        "distance",
-        "position",
-        "positions",
-        "location",
-        "locations",
-        "located",
-        "stand",
-        "standing",
-        "sit",
-        "sits",
-        "sitting",
-        "go",
-        "get",
-        "grab",
-        "pick",
-        "up",
-        "visit",
-        "take",
-        "bring",
-        "look",
-        "inspect",
-        "robot",
-        "first",
-        "then",
-        "finally",
-        "without",
-        "avoid",
-    ]
-)
 _WORD = re.compile(r"[a-z][a-z_-]*")
 _SYMBOL = re.compile(r"\b([A-Za-z])(\d+)\b")
-_SPELLED = re.compile(
-    r"\b(mesh place|place|object|room|region|node|building|floor)\s*(?:#|number\s*)?(\d+)\b", re.I
-)
 
 
 @dataclass(frozen=True)
@@ -357,15 +44,23 @@ class Link:
     how: str  # exact, lexicon, embedding, symbol
     symbols: tuple[str, ...] = ()  # nodes with that value (for rooms and other small sets)
     seen: bool = True  # False: a class the perception can name that no node has
+    #: other mentions of the question linked to the same value ("cabinets and shelves": both storage)
+    also: tuple[str, ...] = ()
+
+    @property
+    def mentions(self) -> tuple[str, ...]:
+        return (self.mention, *self.also)
 
     def describe(self, *, symbols: bool = True) -> str:
         """``'wastebin' is Object class 'trash'`` for the prompt (``symbols``: with the nodes of a small class)."""
+        said = ", ".join(repr(m) for m in self.mentions)
+        verb = "are" if self.also else "is"
         if self.key == ont.SYMBOL_KEY:
-            return f"{self.mention!r} is {self.label} {self.value}"
+            return f"{said} {verb} {self.label} {self.value}"
         if not self.seen:
-            return f"{self.mention!r} is {self.label} {self.key} '{self.value}' (none in this graph)"
+            return f"{said} {verb} {self.label} {self.key} '{self.value}' (none in this graph)"
         nodes = f" ({', '.join(self.symbols)})" if symbols and self.symbols and len(self.symbols) <= 6 else ""
-        return f"{self.mention!r} is {self.label} {self.key} '{self.value}'{nodes}"
+        return f"{said} {verb} {self.label} {self.key} '{self.value}'{nodes}"
 
 
 @dataclass
@@ -386,7 +81,8 @@ class _Vocabulary:
 class EntityLinker:
     """Links question words to the values and symbols of one store's graph (call :meth:`link`).
 
-    ``lexicon`` extends/overrides :data:`LEXICON`; ``embedder`` (optional) links words no rule knows when
+    ``words``: the language's words and class lexicon (:func:`~scenerag.agents.words.load_words`);
+    ``lexicon`` extends/overrides its lexicon; ``embedder`` (optional) links words no rule knows when
     their cosine similarity to a value is at least ``min_similarity`` and beats the runner-up by
     ``min_margin`` (MiniLM puts "door" at 0.58 from "hallway" and "stairs" at 0.62: lower thresholds link
     things the graph does not hold).
@@ -398,12 +94,14 @@ class EntityLinker:
         *,
         embedder: Embedder | None = None,
         lexicon: Mapping[str, Sequence[str]] | None = None,
+        words: Words | None = None,
         min_similarity: float = 0.66,
         min_margin: float = 0.1,
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.lexicon = {**LEXICON, **{k.lower(): tuple(v) for k, v in (lexicon or {}).items()}}
+        self.words = words or load_words()
+        self.lexicon = {**self.words.lexicon, **{k.lower(): tuple(v) for k, v in (lexicon or {}).items()}}
         self.min_similarity = min_similarity
         self.min_margin = min_margin
         self._vocab: _Vocabulary | None = None
@@ -462,20 +160,8 @@ class EntityLinker:
         vocab = self.vocabulary()
         links: list[Link] = []
         taken: list[tuple[int, int]] = []
-        for m in _SPELLED.finditer(question):
-            kind, num = m.group(1).lower(), m.group(2)
-            letter = {
-                "mesh place": "P",
-                "place": "P",
-                "object": "O",
-                "room": "R",
-                "region": "R",
-                "building": "B",
-                "floor": "F",
-            }.get(kind)
-            sym = self._known_symbol(f"{letter}{num}") if letter else None
-            if sym is None and kind == "node":
-                sym = next((s for s in (f"{p}{num}" for p in vocab.prefixes) if self._known_symbol(s)), None)
+        for m in self._spelled().finditer(question):
+            sym = self._spelled_symbol(m.group(1).lower(), m.group(2))
             if sym is not None:
                 links.append(
                     Link(m.group(0), vocab.prefixes.get(sym[0], "node"), ont.SYMBOL_KEY, sym, "symbol")
@@ -491,7 +177,7 @@ class EntityLinker:
                 )
                 taken.append(m.span())
         lowered = question.lower()
-        named = {**_floor_words(vocab.floors), **{k: v[1] for k, v in vocab.names.items()}}
+        named = {**_floor_words(vocab.floors, self.words), **{k: v[1] for k, v in vocab.names.items()}}
         for phrase in sorted(named, key=len, reverse=True):  # "bathroom 2", "upstairs", "ground floor"
             for m in re.finditer(rf"\b{re.escape(phrase)}\b", lowered):
                 if not any(a <= m.start() < b or a < m.end() <= b for a, b in taken):
@@ -516,7 +202,7 @@ class EntityLinker:
                 continue
             # two-word values first ("living room", "trash can"), then the word
             pair = f"{word} {words[i + 1][0]}" if i + 1 < len(words) else ""
-            if pair in _NOT_ENTITIES:
+            if pair in self.words.not_entities:
                 i += 2
                 continue
             found = self._match(pair.replace(" ", "_")) or self._match(pair) if pair else []
@@ -527,23 +213,45 @@ class EntityLinker:
             found = self._match(word)
             if found:
                 links.extend(replace(f, mention=word) for f in found)
-            elif word not in _STOP and len(word) > 2 and not set(_forms(word)) & vocab.label_words:
+            elif (
+                word not in self.words.stop
+                and len(word) > 2
+                and not set(word_forms(word)) & vocab.label_words
+            ):
                 unmatched.append(word)
             i += 1
         if self.embedder is not None and unmatched:
             links.extend(self._embedding_links(unmatched))
         return _without_restated_classes(_dedupe(links), lowered)
 
+    def _spelled(self) -> re.Pattern[str]:
+        """A layer word and a number ("object 79", "mesh place 59110"), the layer words of the language."""
+        words = sorted(self.words.layer_words, key=len, reverse=True)
+        names = "|".join(re.escape(w) for w in words) or "(?!)"
+        return re.compile(rf"\b({names})\s*(?:#|number\s*)?(\d+)\b", re.I)
+
+    def _spelled_symbol(self, word: str, number: str) -> str | None:
+        """The symbol of the node a layer word and number name (the first of the word's layers holding it)."""
+        vocab = self.vocabulary()
+        labels = self.words.layer_words.get(word, ())
+        letters = [p for p, label in vocab.prefixes.items() if not labels or label in labels]
+        for letter in letters:
+            sym = self._known_symbol(f"{letter}{number}")
+            if sym is not None:
+                return sym
+        return None
+
     def _match(self, word: str) -> list[Link]:
-        if not word or word in _STOP or word.rstrip("s") in _STOP:
+        stop = self.words.stop
+        if not word or word in stop or word.rstrip("s") in stop:
             return []  # "objects", "room": generic words, even where a class has that name
         vocab = self.vocabulary()
-        if any(form in vocab.label_words for form in _forms(word)):
+        if any(form in vocab.label_words for form in word_forms(word)):
             return []  # "floor" names the Floor layer, not Object.mount = 'floor'
-        for form in _forms(word):
+        for form in word_forms(word):
             if form in vocab.values:
                 return self._value_links(form, word, "exact")
-        for form in _forms(word):
+        for form in word_forms(word):
             for target in self.lexicon.get(form, ()):
                 if target in vocab.values:
                     return self._value_links(target, word, "lexicon")
@@ -583,11 +291,12 @@ def mask_question(question: str, links: Iterable[Link]) -> str:
     """``question`` with each linked mention replaced by its kind ("Which [seating] are in [room R1]?"
     style), so similar questions about other things look alike to the example retriever."""
     out = question
-    for link in sorted(links, key=lambda link: -len(link.mention)):
+    said = [(mention, link) for link in links for mention in link.mentions]
+    for mention, link in sorted(said, key=lambda pair: -len(pair[0])):
         tag = (
             f"[{link.label.lower()}]" if link.key == ont.SYMBOL_KEY else f"[{link.label.lower()} {link.key}]"
         )
-        out = re.sub(rf"(?i)\b{re.escape(link.mention)}\b", tag, out)
+        out = re.sub(rf"(?i)\b{re.escape(mention)}\b", tag, out)
     return out
 
 
@@ -662,24 +371,23 @@ def _add_value(vocab: _Vocabulary, label: str, key: str, value: str) -> None:
         vocab.values.setdefault(form, []).append((label, key))
 
 
-def _floor_words(floors: Sequence[str]) -> dict[str, str]:
-    """Everyday names of floors -> floor symbol, US numbering ("first floor" is the lowest); "upstairs"
-    only where it can mean one floor (a two-floor building)."""
+def _floor_words(floors: Sequence[str], words: Words) -> dict[str, str]:
+    """Everyday names of floors (the language's ``floors`` words) -> floor symbol, US numbering ("first floor"
+    is the lowest); the words for one of two floors only where a building has two."""
     if not floors:
         return {}
-    words = {
-        w: floors[0] for w in ("ground floor", "ground level", "downstairs", "bottom floor", "lowest floor")
-    }
-    words.update({w: floors[-1] for w in ("top floor", "highest floor", "uppermost floor")})
-    for i, ordinal in enumerate(("first", "second", "third", "fourth", "fifth")[: len(floors)]):
-        words[f"{ordinal} floor"] = floors[i]
+    names = words.floors
+    out = {w: floors[0] for w in names.get("lowest", ())}
+    out.update({w: floors[-1] for w in names.get("highest", ())})
+    for i, ordinal in enumerate(names.get("ordinals", ())[: len(floors)]):
+        out[f"{ordinal} floor"] = floors[i]
     if len(floors) == 2:
-        words.update({w: floors[1] for w in ("upstairs", "upper floor", "lower floor", "up stairs")})
-        words["lower floor"] = floors[0]
-    return words
+        out.update({w: floors[1] for w in names.get("upper_of_two", ())})
+        out.update({w: floors[0] for w in names.get("lower_of_two", ())})
+    return out
 
 
-def _forms(word: str) -> list[str]:
+def word_forms(word: str) -> list[str]:
     """The word and its singular candidates (chairs -> chair, boxes -> box, shelves -> shelf)."""
     forms = [word]
     if word.endswith("ies"):
@@ -717,11 +425,15 @@ def _restates(link: Link, sym: Link, lowered: str) -> bool:
 
 
 def _dedupe(links: list[Link]) -> list[Link]:
-    seen: set[tuple[str, str, str]] = set()
-    out = []
+    """One link per (label, key, value); the mentions of the later ones are kept as ``also``."""
+    first: dict[tuple[str, str, str], int] = {}
+    out: list[Link] = []
     for link in links:
         key = (link.label, link.key, link.value)
-        if key not in seen:
-            seen.add(key)
+        if key not in first:
+            first[key] = len(out)
             out.append(link)
+        elif link.mention.lower() not in (m.lower() for m in out[first[key]].mentions):
+            kept = out[first[key]]
+            out[first[key]] = replace(kept, also=(*kept.also, link.mention))
     return out

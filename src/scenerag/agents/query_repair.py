@@ -164,123 +164,9 @@ def repair_mentions(
     return "".join(prefix) + fixed, notes
 
 
-def fill_ignored_values(
-    query: str,
-    ignored: list[tuple[str, str, str]],
-    schema: GraphSchema | None = None,
-    classes: dict[str, str] | None = None,
-) -> tuple[str, list[str]]:
-    """A linked value the query leaves out (``ignored``: (label, key, value)) is put back where it can only
-    mean one thing: a class on the one unfiltered node of its label ("Is there a TV in any of the bedrooms?"
-    matched on every ``(r:Room)``); a named node where the query matches its whole class (``classes``: symbol ->
-    class; "the trash can O79" as ``{class: 'trash'}``); a named container (floor ``F0`` for "downstairs") as containment of the
-    query's top node it holds (``MATCH (ff0:Floor {nodeSymbol: 'F0'})-[:CONTAINS*]->(r)``). Where the
-    choice is not clear the query is left alone. ``(query, notes)``."""
-    edits: list[tuple[int, int, str]] = []
-    notes: list[str] = []
-    prefix: list[str] = []
-    named, notes = name_the_named(query, ignored, classes or {})
-    if notes:
-        return named, notes
-    nodes = list(_NODE_PATTERN.finditer(query))
-    for label, key, value in ignored:
-        same = [m for m in nodes if m.group("l") == label]
-        free = [
-            m
-            for m in same
-            if not re.search(rf"\b({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\s*:", m.group("props") or "")
-            and not re.search(rf"\b{m.group('v')}\.({ont.CLASS_KEY}|{ont.SYMBOL_KEY}|{key})\b", query)
-        ]
-        if len(same) == 1 and len(free) == 1:
-            m = free[0]
-            props = (m.group("props") or "").strip()
-            inner = f"{key}: {_quote(value)}" + (f", {props}" if props else "")
-            edits.append((m.start(), m.end(), f"({m.group('v')}:{label} {{{inner}}})"))
-            notes.append(f"the question names {label} {key} '{value}': added it to ({m.group('v')}:{label})")
-            continue
-        if same or key != ont.SYMBOL_KEY or schema is None:
-            continue
-        held = [m for m in nodes if _holds(schema, label, m.group("l"))]
-        if not held:
-            continue
-        depth = {
-            lab: min(ch.index(lab) for ch in schema.containment_chains() if lab in ch)
-            for lab in {m.group("l") for m in held}
-        }
-        top = min(depth.values())
-        tops = [m for m in held if depth[m.group("l")] == top]
-        named = [m for m in tops if _CLASS_PROP.search(m.group("props") or "")]
-        target = (named or tops)[0]
-        prefix.append(_inside(label, value, target.group("v")))
-        notes.append(f"the question names {label} {value}: matched {target.group('v')} inside it")
-    if not edits and not prefix:
-        return query, []
-    return "".join(prefix) + apply_edits(query, edits), notes
-
-
 _CLAUSE_START = re.compile(
     r"\b(MATCH|OPTIONAL\s+MATCH|WHERE|RETURN|WITH|UNWIND|ORDER\s+BY|LIMIT|SKIP|CALL)\b", re.I
 )
-
-
-def name_the_named(
-    query: str, ignored: list[tuple[str, str, str]], classes: dict[str, str], *, choice: bool = False
-) -> tuple[str, list[str]]:
-    """Named nodes the query matches as their whole class: "the trash can O79" written ``{class: 'trash'}``
-    becomes ``{nodeSymbol: 'O79'}``; "Which decoration is higher, O287 or O18?" written over every decor
-    becomes ``o.nodeSymbol IN ['O287', 'O18']``. With ``choice`` (the question asks which of two), a node
-    pinned to one candidate while the other is ignored is matched as either ("farther: the bike or O300?"
-    written for the bike only). ``ignored``: (label, key, value) the query leaves out; ``classes``: symbol ->
-    class. ``(query, notes)``; unchanged where the node to change is not clear."""
-    nodes = list(_NODE_PATTERN.finditer(query))
-    symbols = [
-        (label, value) for (label, key, value) in ignored if key == ont.SYMBOL_KEY and value in classes
-    ]
-    for label in dict.fromkeys(lab for lab, _ in symbols):
-        named = [v for lab, v in symbols if lab == label]
-        kinds = {classes[v] for v in named}
-        if len(kinds) != 1:
-            continue
-        (kind,) = kinds
-        whole = [
-            m
-            for m in nodes
-            if m.group("l") == label
-            and re.fullmatch(rf"\s*{ont.CLASS_KEY}\s*:\s*'{re.escape(kind)}'\s*", m.group("props") or "")
-        ]
-        if len(whole) != 1:
-            continue
-        m, var = whole[0], whole[0].group("v")
-        if len(named) == 1:
-            node = f"({var}:{label} {{{ont.SYMBOL_KEY}: {_quote(named[0])}}})"
-            return query[: m.start()] + node + query[m.end() :], [
-                f"the question names {named[0]}, one {kind}: matched it instead of every {kind}"
-            ]
-        listed = ", ".join(_quote(v) for v in named)
-        fixed = _node_with_condition(
-            query, m.start(), m.end(), f"({var}:{label})", f"{var}.{ont.SYMBOL_KEY} IN [{listed}]"
-        )
-        return fixed, [
-            f"the question names {listed}, {len(named)} {kind}s: matched those instead of every {kind}"
-        ]
-    if choice and len(symbols) == 1:
-        label, other = symbols[0]
-        pinned = [m for m in nodes if m.group("l") == label and _SYMBOL_PROP.search(m.group("props") or "")]
-        returned = [
-            m
-            for m in pinned
-            if re.search(rf"\bRETURN\b(?:(?!\bORDER\b|\bLIMIT\b).)*\b{m.group('v')}\.", query, re.I | re.S)
-        ]
-        if len(pinned) >= 2 and len(returned) == 1:
-            m = returned[0]  # the candidate is returned, its reference is not: (a {O10}), (b {O43})
-            first = _SYMBOL_PROP.search(m.group("props") or "")
-            assert first is not None
-            var, listed = m.group("v"), f"{_quote(first.group(1))}, {_quote(other)}"
-            fixed = _node_with_condition(
-                query, m.start(), m.end(), f"({var}:{label})", f"{var}.{ont.SYMBOL_KEY} IN [{listed}]"
-            )
-            return fixed, [f"the question asks which of {first.group(1)} and {other}: matched both"]
-    return query, []
 
 
 def carry_dropped_variables(query: str) -> tuple[str, list[str]]:
@@ -575,44 +461,6 @@ def _without_empty_where(query: str) -> str:
     return re.sub(r"\bWHERE\s+(?=RETURN|WITH|ORDER|MATCH|OPTIONAL|$)", "", query, flags=re.I)
 
 
-def _distance_order(
-    question: str, near: str = "closest|nearest", far: str = "farthest|furthest"
-) -> tuple[str, str] | None:
-    """``('ASC', word)`` where the question asks for the nearest, ``('DESC', word)`` for the farthest (one
-    of the two word sets only); None otherwise."""
-    n = re.search(rf"\b({near})\b", question, re.I)
-    f = re.search(rf"\b({far})\b", question, re.I)
-    if bool(n) == bool(f):
-        return None
-    return ("ASC", n.group(1)) if n else ("DESC", f.group(1))  # type: ignore[union-attr]
-
-
-_CONTAINS_PAIR = re.compile(
-    r"(?P<a>\(\s*(?P<av>[A-Za-z_]\w*)\s*:\s*\w+\s*(?:\{[^{}]*\})?\s*\))\s*-\[\s*:\s*CONTAINS\s*\*?[\d.]*\s*\]->\s*"
-    r"(?P<b>\(\s*(?P<bv>[A-Za-z_]\w*)\s*:\s*\w+\s*(?:\{[^{}]*\})?\s*\))"
-)
-
-
-def detach_measured_container(query: str) -> tuple[str, list[str]]:
-    """``(r:Room {...})-[:CONTAINS*]->(o:Object {...})`` in a query that measures ``o`` from ``r``'s center
-    becomes ``(r:Room {...}), (o:Object {...})``: "the chairs within 10 m of the middle of hallway R5" are
-    not only R5's chairs. The caller decides when the question means that (it says "center of" and never
-    "in R5"). ``(query, notes)``."""
-    for m in _CONTAINS_PAIR.finditer(query):
-        a, b = m.group("av"), m.group("bv")
-        measured = re.search(
-            rf"point\.distance\(\s*(?:{a}\.center\s*,\s*{b}\.center|{b}\.center\s*,\s*{a}\.center)\s*\)",
-            query,
-        )
-        if measured is None:
-            continue
-        fixed = query[: m.start()] + f"{m.group('a')}, {m.group('b')}" + query[m.end() :]
-        return fixed, [
-            f"{b} is measured from the center of {a}, not looked for inside it: matched them apart"
-        ]
-    return query, []
-
-
 _UNION = re.compile(r"\s+UNION(?:\s+ALL)?\s+", re.I)
 
 
@@ -651,26 +499,6 @@ def merge_union_by_symbol(query: str) -> tuple[str, list[str]]:
     return fixed, [f"one query per named node joined by UNION: asked once for {var} in [{listed}]"]
 
 
-def drop_class_filters(query: str, values: list[str]) -> tuple[str, list[str]]:
-    """``query`` without its filters on the class ``values`` (``{class: 'seating'}`` in a node's map,
-    ``x.class = 'seating'`` in WHERE): a filter the question never asked for that the model kept writing
-    after being told. ``(query, notes)``."""
-    fixed = query
-    for value in values:
-        v = re.escape(_quote(value))
-        fixed = re.sub(rf"\s*,\s*{ont.CLASS_KEY}\s*:\s*{v}|{ont.CLASS_KEY}\s*:\s*{v}\s*,?\s*", "", fixed)
-        fixed = re.sub(
-            rf"\s+AND\s+\w+\.{ont.CLASS_KEY}\s*=\s*{v}|\w+\.{ont.CLASS_KEY}\s*=\s*{v}\s+AND\s+", " ", fixed
-        )
-        fixed = re.sub(rf"\bWHERE\s+\w+\.{ont.CLASS_KEY}\s*=\s*{v}\s*", "", fixed)
-    fixed = re.sub(r"\s*\{\s*\}", "", fixed)
-    if fixed == query:
-        return query, []
-    return fixed, [
-        f"dropped the filter on {', '.join(repr(v) for v in values)}: the question never asks for it"
-    ]
-
-
 def _without_symbol(node: re.Match[str]) -> str:
     """A matched node pattern with its ``nodeSymbol`` entry taken out of the property map."""
     rest = re.sub(r"^\s*,\s*|\s*,\s*$", "", _SYMBOL_PROP.sub("", node.group("props") or "")).strip()
@@ -706,72 +534,23 @@ def _in_map(toks: list[Token], i: int) -> bool:
 
 
 def _key_before(toks: list[Token], i: int) -> Token | None:
-    """The property key a string literal is compared with: ``key: 'v'`` or ``x.key = 'v'``."""
+    """The property key a string literal is compared with: ``key: 'v'``, ``x.key = 'v'`` or ``x.key IN
+    ['u', 'v']``."""
     if i >= 2 and toks[i - 1].kind == "op" and toks[i - 1].text in (":", "=") and toks[i - 2].kind == "ident":
         return toks[i - 2]
+    j = i - 1
+    while j >= 0 and (toks[j].kind == "string" or toks[j].text == ","):
+        j -= 1  # back over the list's earlier items
+    if j >= 2 and toks[j].text == "[" and toks[j - 1].text.upper() == "IN" and toks[j - 2].kind == "ident":
+        return toks[j - 2]
     return None
 
 
 _NODE_PATTERN = re.compile(r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*`?(?P<l>\w+)`?\s*(?:\{(?P<props>[^{}]*)\})?\s*\)")
-_DISTANCE = re.compile(r"point\.distance\(\s*(\w+)\.center\s*,\s*(\w+)\.center\s*\)", re.I)
 _RETURNED = re.compile(
     r"\bRETURN\s+(?:DISTINCT\s+)?(?:(?P<v>\w+)\.|count\s*\(\s*(?:DISTINCT\s+)?(?P<c>\w+)\s*\))", re.I
 )
-_CLASS_PROP = re.compile(r"\bclass\s*:\s*'([^']*)'")
 _SYMBOL_PROP = re.compile(r"\bnodeSymbol\s*:\s*'([^']*)'")
-
-
-def repair_singleton_pairs(
-    query: str,
-    singletons: dict[str, str],
-    asked_class: str | None = None,
-    described: dict[str, str] | None = None,
-) -> tuple[str, list[str]]:
-    """A distance query whose *returned* node is pinned to a class with one node (``singletons``: class ->
-    its symbol) answers with that node itself, or nothing: "What's closest to the bike?" written as
-    ``MATCH (x:Object {class: 'bicycle'}), (ref:Object) ... RETURN x.nodeSymbol``. The class is the
-    reference: it moves to the other node, or is dropped where that node already is the bike.
-    Where the other node has a class of its own, it is returned instead when that is the class the
-    question asks for (``asked_class``: "*Which seat* is closest to the food?"). ``described``: symbol ->
-    its class where the question names the class only to describe the symbol ("appliance O10"), so a
-    second node carrying that class copied it. ``(query, notes)``; unchanged when no rule fires."""
-    returned = _RETURNED.search(query)
-    pair = _DISTANCE.search(query)
-    if returned is None or pair is None:
-        return query, []
-    r = returned.group("v") or returned.group("c")
-    if r not in pair.groups():
-        return query, []
-    s = pair.group(2) if pair.group(1) == r else pair.group(1)
-    nodes = {m.group("v"): m for m in _NODE_PATTERN.finditer(query)}
-    rn, sn = nodes.get(r), nodes.get(s)
-    if rn is None or sn is None or rn.group("l") != sn.group("l") or r == s:
-        return query, []
-    rprops, sprops = rn.group("props") or "", sn.group("props") or ""
-    pinned = _SYMBOL_PROP.search(rprops)
-    if pinned is not None and _SYMBOL_PROP.search(sprops) is None:
-        return _return_the_other(query, returned, r, s, sn, pinned.group(1), singletons, described or {})
-    cls = _CLASS_PROP.search(rprops)
-    if cls is None or cls.group(1) not in singletons or pinned:
-        return query, []
-    value, symbol = cls.group(1), singletons[cls.group(1)]
-    s_class, s_symbol = _CLASS_PROP.search(sprops), _SYMBOL_PROP.search(sprops)
-    label = rn.group("l")
-    edits: list[tuple[int, int, str]] = []
-    edits.append((rn.start(), rn.end(), f"({r}:{label})"))
-    if not sprops.strip():
-        edits.append((sn.start(), sn.end(), f"({s}:{label} {{class: '{value}'}})"))
-    elif s_class is not None and s_class.group(1) == asked_class and asked_class != value:
-        start, end = returned.span("v") if returned.group("v") else returned.span("c")
-        return apply_edits(query, [(start, end, s)]), [
-            f"{r} is the only {value} ({symbol}), the question asks which {asked_class}: returned {s}"
-        ]
-    elif not (s_class is not None and s_class.group(1) == value) and not (
-        s_symbol is not None and s_symbol.group(1) == symbol
-    ):
-        return query, []  # "Which bag is closest to a chair?": the bag may well be what is asked for
-    note = f"{r} was pinned to the only {value} ({symbol}), which it is measured from: {r} is any {label}"
-    return _distinct(apply_edits(query, edits), r, s), [note]
 
 
 def apply_edits(query: str, edits: list[tuple[int, int, str]]) -> str:
@@ -797,30 +576,6 @@ def _distinct(query: str, r: str, s: str) -> str:
         return query[: where.end()] + f" {r} <> {s} AND" + query[where.end() :]
     after = max(m.end() for m in _NODE_PATTERN.finditer(query))
     return query[:after] + f" WHERE {r} <> {s}" + query[after:]
-
-
-def _return_the_other(
-    query: str,
-    returned: re.Match[str],
-    r: str,
-    s: str,
-    sn: re.Match[str],
-    symbol: str,
-    singletons: dict[str, str],
-    described: dict[str, str],
-) -> tuple[str, list[str]]:
-    """``MATCH (x {nodeSymbol: 'O33'}), (y) WHERE point.distance(x..., y...) < 1 RETURN x``: the named node
-    is the reference, the others are asked for: return ``y`` (without a class that only ``O33`` has, or that
-    the question only used to describe ``O33``)."""
-    start, end = returned.span("v") if returned.group("v") else returned.span("c")
-    edits = [(start, end, s)]
-    s_class = _CLASS_PROP.search(sn.group("props") or "")
-    if s_class is not None and (
-        singletons.get(s_class.group(1)) == symbol or described.get(symbol) == s_class.group(1)
-    ):
-        edits.append((sn.start(), sn.end(), f"({s}:{sn.group('l')})"))
-    fixed = _distinct(apply_edits(query, edits), r, s)
-    return fixed, [f"{r} is {symbol}, the node named in the question that {s} is measured from: returned {s}"]
 
 
 _NAMED_LINK = re.compile(
@@ -894,39 +649,6 @@ def ternary_to_case(query: str) -> tuple[str, list[str]]:
     if fixed == query:
         return query, []
     return fixed, ["Cypher has no '? :' operator: wrote it as CASE WHEN ... THEN ... ELSE ... END"]
-
-
-_LEAST = re.compile(
-    r"\b(fewest|least|smallest|lowest|closest|nearest|shortest|minimum|tiniest|narrowest|shallowest)\b", re.I
-)
-_MOST = re.compile(
-    r"\b(most|largest|biggest|highest|farthest|furthest|longest|tallest|maximum|greatest|widest|bulkiest)\b",
-    re.I,
-)
-_ORDER_LIMIT_1 = re.compile(
-    r"\bORDER\s+BY\s+(?P<key>[^;]+?)(?:\s+(?P<dir>ASC|ASCENDING|DESC|DESCENDING))?\s+LIMIT\s+1\b", re.I
-)
-
-
-def order_by_superlative(query: str, question: str) -> tuple[str, list[str]]:
-    """``ORDER BY n DESC LIMIT 1`` for "which place has the *fewest* links" (the order copied from an
-    example): turned to match the question's one superlative. Only where the question's superlatives all
-    point one way and the query picks one row by one ordering. ``(query, notes)``."""
-    least, most = _LEAST.search(question), _MOST.search(question)
-    orders = list(_ORDER_LIMIT_1.finditer(query))
-    if bool(least) == bool(most) or len(orders) != 1 or "," in orders[0].group("key"):
-        return query, []
-    m = orders[0]
-    descending = (m.group("dir") or "ASC").upper().startswith("DESC")
-    if descending == bool(most):
-        return query, []
-    word = (least or most).group(1)  # type: ignore[union-attr]
-    fixed = (
-        query[: m.start()]
-        + f"ORDER BY {m.group('key')} {'DESC' if most else 'ASC'} LIMIT 1"
-        + query[m.end() :]
-    )
-    return fixed, [f"the question asks for the {word}: ordered {'DESC' if most else 'ASC'}"]
 
 
 _SYMBOL_AS_POINT = re.compile(
@@ -1014,109 +736,6 @@ def drop_return_trip(query: str) -> tuple[str, list[str]]:
 _SELF_DISTANCE = re.compile(
     r"point\.distance\(\s*(?P<v>[A-Za-z_]\w*)\.center\s*,\s*(?P=v)\.center\s*\)", re.I
 )
-_HEIGHT_WORD = re.compile(
-    r"\b(highest|lowest|tallest|top|topmost|bottom|higher|lower|above|below|height)\b", re.I
-)
-
-
-def height_for_self_distance(query: str, question: str) -> tuple[str, list[str]]:
-    """``ORDER BY point.distance(o.center, o.center)`` (always 0) for "which sign hangs the highest": the
-    height ``o.center.z`` is meant. Only where the question speaks of height; otherwise the query is left
-    for the static check to report. ``(query, notes)``."""
-    if not _HEIGHT_WORD.search(question) or not _SELF_DISTANCE.search(query):
-        return query, []
-    fixed = _SELF_DISTANCE.sub(lambda m: f"{m.group('v')}.center.z", query)
-    return fixed, ["a node's distance to itself is 0; the question asks about height: used center.z"]
-
-
-_SCOPE_WORDS = ("floor", "level", "storey", "story", "building", "map", "scene", "house", "world")
-
-
-def drop_scope_classes(query: str, question: str, schema: GraphSchema) -> tuple[str, list[str]]:
-    """Class filters on values the graph does not hold that name no kind of thing: ``r.class = 'floor'`` for
-    "How many rooms does this floor have?" (the whole scope), ``b.class = 'room'`` (the label itself), and
-    ``x.class = 'bin'`` where the question says "the bin O19" (a word describing a named node, not the
-    graph's class). Those filters go. ``(query, notes)``."""
-    words = set(re.findall(r"[a-z]+", question.lower()))
-    layers = {
-        w
-        for label in schema.node_counts
-        for w in (
-            label.lower(),
-            ont.layer_name(label).replace("_", " "),
-            ont.layer_name(label).split("_")[-1],
-        )
-    }
-    scoped = [
-        value
-        for value in dict.fromkeys(re.findall(rf"\b{ont.CLASS_KEY}\s*(?::|=)\s*'([^']*)'", query))
-        if schema.value_owner(value) is None
-        and (
-            (value.lower() in _SCOPE_WORDS and value.lower() in words)
-            or value.lower().rstrip("s") in layers
-            or re.search(rf"\b{re.escape(value)}s?\s+[A-Z]{{1,2}}\d+\b", question, re.I)
-        )
-    ]
-    if not scoped:
-        return query, []
-    fixed, _ = drop_class_filters(query, scoped)
-    fixed = _without_empty_where(fixed)
-    return fixed, [
-        f"{', '.join(repr(v) for v in scoped)} is no class of this graph (it names the map, a layer, or "
-        "describes a named node): dropped the filter"
-    ]
-
-
-_COUNT_ALIAS = re.compile(r"\bcount\s*\(\s*(?:DISTINCT\s+)?(?P<v>\w*)[^()]*\)\s+AS\s+(?P<a>\w+)", re.I)
-_COMPARED_RETURN = re.compile(
-    r"\bRETURN\s+(?P<a>\w+)\s*(?P<op>>=?|<=?)\s*(?P<b>\w+)(?:\s+AS\s+\w+)?\s*$", re.I
-)
-
-
-#: ``... ORDER BY n1 DESC LIMIT 1 RETURN 'sign'``: a constant for the answer
-_CONSTANT_RETURN = re.compile(
-    r"(?:\s+ORDER\s+BY\s+\w+(?:\s+(?:ASC|DESC))?(?:\s+LIMIT\s+\d+)?)?\s+RETURN\s+'[^']*'(?:\s+AS\s+\w+)?\s*;?\s*$",
-    re.I,
-)
-
-
-def choice_from_comparison(query: str, question: str) -> tuple[str, list[str]]:
-    """``... count(DISTINCT o) AS na MATCH (o {class: 'seating'}) ... AS nb RETURN na > nb`` for "more storage
-    or more seats?": true/false cannot say which; the class with the larger count (the smaller for "fewer")
-    is returned. Only where each count's clause filters on exactly one class. ``(query, notes)``."""
-    ret = _COMPARED_RETURN.search(query) or _CONSTANT_RETURN.search(query)
-    if ret is None:
-        return query, []
-    classes: dict[str, str] = {}
-    start = 0
-    for m in _COUNT_ALIAS.finditer(query):
-        segment, v = query[start : m.start()], re.escape(m.group("v") or "_")
-        found = set(
-            re.findall(rf"\(\s*{v}\s*:\s*`?\w+`?\s*\{{[^{{}}]*\b{ont.CLASS_KEY}\s*:\s*'([^']*)'", segment)
-        )
-        found |= set(re.findall(rf"\b{v}\.{ont.CLASS_KEY}\s*=\s*'([^']*)'", segment))
-        if len(found) != 1:  # the counted variable's class not said: the segment's only class
-            found = set(re.findall(rf"\b{ont.CLASS_KEY}\s*(?::|=)\s*'([^']*)'", segment))
-        if len(found) == 1:
-            classes[m.group("a")] = found.pop()
-        start = m.end()
-    if "op" in ret.groupdict():
-        a, b = ret.group("a"), ret.group("b")
-    elif len(classes) == 2:
-        a, b = list(classes)
-    else:
-        return query, []
-    if a not in classes or b not in classes or classes[a] == classes[b]:
-        return query, []
-    op = "<" if re.search(r"\b(fewer|less|smaller|least|fewest)\b", question, re.I) else ">"
-    fixed = (
-        query[: ret.start()].rstrip()
-        + f" RETURN CASE WHEN {a} {op} {b} THEN {_quote(classes[a])} ELSE {_quote(classes[b])} END AS answer"
-    )
-    return fixed, [
-        f"neither true/false nor a constant says which of {classes[a]!r} and {classes[b]!r}: returned the class "
-        "by the two counts"
-    ]
 
 
 def holder_classes(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
@@ -1158,47 +777,6 @@ def holder_classes(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
     fixed = "".join(prefix) + apply_edits(query, edits)
     fixed = _without_empty_where(fixed)
     return re.sub(r"\s{2,}", " ", fixed), notes
-
-
-_PICK_BY_DISTANCE = re.compile(
-    r"\bRETURN\s+(?:DISTINCT\s+)?(?P<r>[A-Za-z_]\w*)\.nodeSymbol(?:\s+AS\s+\w+)?\s+ORDER\s+BY\s+"
-    r"point\.distance\(\s*(?P<x>\w+)\.center\s*,\s*(?P<y>\w+)\.center\s*\)(?:\s+(?:ASC|DESC)\w*)?\s+LIMIT\s+1\s*$",
-    re.I,
-)
-
-
-def pick_of_two_named(query: str, question: str) -> tuple[str, list[str]]:
-    """ "Two cabinets, O266 and O263: which one is closer to the sign O264?" written as one candidate returned
-    and another ordered (``RETURN b.nodeSymbol ORDER BY point.distance(a.center, s.center) LIMIT 1``): the
-    two named candidates are compared by their distances to the reference and the closer (or, for
-    "farther", the farther) returned. ``(query, notes)``; unchanged unless exactly two named nodes of the
-    returned node's label can be the answer and one other node is measured from."""
-    m = _PICK_BY_DISTANCE.search(query)
-    order = _distance_order(question, "closer|nearer|closest|nearest", "farther|further|farthest|furthest")
-    if m is None or order is None:
-        return query, []
-    pins = {
-        n.group("v"): (n.group("l"), s.group(1))
-        for n in _NODE_PATTERN.finditer(query)
-        if (s := _SYMBOL_PROP.search(n.group("props") or "")) and re.search(rf"\b{s.group(1)}\b", question)
-    }
-    r = m.group("r")
-    to = re.search(r"\b(?:to|from)\s+(?:the\s+)?(?:[a-z]+\s+){0,2}?([A-Z]{1,2}\d+)\b", question)
-    refs = [v for v, (_, symbol) in pins.items() if to is not None and symbol == to.group(1)]
-    if r not in pins or len(refs) != 1 or r in refs:
-        return query, []
-    candidates = [v for v, (label, _) in pins.items() if label == pins[r][0] and v != refs[0]]
-    if len(candidates) != 2:
-        return query, []
-    a, b, ref = candidates[0], candidates[1], refs[0]
-    op = "<" if order[0] == "ASC" else ">"
-    fixed = query[: m.start()] + (
-        f"RETURN CASE WHEN point.distance({a}.center, {ref}.center) {op} point.distance({b}.center, {ref}.center) "
-        f"THEN {a}.nodeSymbol ELSE {b}.nodeSymbol END AS answer"
-    )
-    return fixed, [
-        f"compared the two named {pins[r][0]} nodes {pins[a][1]} and {pins[b][1]} by their distance to {ref}"
-    ]
 
 
 _SELF_UNEQUAL = r"\b{v}\s*<>\s*\(\s*{v}\s*\)|\b{v}\s*<>\s*{v}\b"
@@ -1250,130 +828,6 @@ def unpin_twice_named(query: str) -> tuple[str, list[str]]:
         return fixed, [
             f"{a} and {b} were both pinned to {symbol} and told apart: {free.group('v')} is any other node"
         ]
-    return query, []
-
-
-_CENTER_EQUALS = re.compile(
-    r"(?P<and>\bAND\s+)?\b(?P<v>[A-Za-z_]\w*)\.center\.[xyz]\s*=\s*"
-    r"(?P<rhs>(?:(?!\b(?:AND|OR|RETURN|WITH|ORDER|MATCH)\b)[^;])+?)(?=\s+(?:AND|OR|RETURN|WITH|ORDER|MATCH)\b|\s*$)",
-    re.I,
-)
-
-
-def nearest_for_center_equality(query: str, question: str) -> tuple[str, list[str]]:
-    """``WHERE r.center.x = 0 AND r.center.y = 0 RETURN o.nodeSymbol`` (or ``o.center.x = r.center.x``) for
-    "which object is closest to the middle of R5": no node sits exactly there; the node nearest to ``r``'s
-    center is meant -> ``ORDER BY point.distance(o.center, r.center) ASC LIMIT 1`` (DESC for "farthest").
-    ``(query, notes)``; unchanged unless the question asks for the nearest or farthest."""
-    wanted = _distance_order(question, near="closest|nearest|next to")
-    conditions = list(_CENTER_EQUALS.finditer(query))
-    returned = _RETURNED.search(query)
-    if not conditions or wanted is None or returned is None or not returned.group("v"):
-        return query, []
-    r = returned.group("v")
-    used = {m.group("v") for m in conditions} | {
-        v for m in conditions for v in re.findall(r"\b([A-Za-z_]\w*)\.center\b", m.group("rhs"))
-    }
-    refs = sorted(used - {r})
-    if len(refs) != 1 or re.search(r"\b(?:ORDER\s+BY|LIMIT)\b", query, re.I):
-        return query, []
-    edits = [(m.start(), m.end(), "") for m in conditions]
-    fixed = apply_edits(query, edits)
-    fixed = re.sub(r"\bWHERE\s+AND\s+", "WHERE ", fixed, flags=re.I)
-    fixed = _without_empty_where(fixed)
-    fixed = re.sub(r"\s{2,}", " ", fixed).strip()
-    order = wanted[0]
-    fixed += f" ORDER BY point.distance({r}.center, {refs[0]}.center) {order} LIMIT 1"
-    return fixed, [f"no node sits exactly at {refs[0]}'s center: ordered by the distance to it ({order})"]
-
-
-_BOUND = re.compile(
-    r"(?P<and>\bAND\s+)?(?P<d>point\.distance\(\s*\w+\.center\s*,\s*\w+\.center\s*\))\s*(?P<op>[<>]=?)\s*"
-    r"(?P<n>\d+(?:\.\d+)?)(?P<and2>\s+AND\b)?",
-    re.I,
-)
-
-
-def superlative_for_bound(query: str, question: str) -> tuple[str, list[str]]:
-    """``WHERE ... point.distance(x.center, l.center) > 100 RETURN x.nodeSymbol`` for "which box lies the
-    farthest from the light" (a bound the question never gave): the one farthest (or, for closest /
-    nearest, the one nearest) is meant -> ``ORDER BY point.distance(...) DESC LIMIT 1``. ``(query,
-    notes)``; unchanged when the question gives the number, asks no superlative, or the query orders."""
-    wanted = _distance_order(question)
-    bounds = list(_BOUND.finditer(query))
-    said = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", question)}
-    if (
-        len(bounds) != 1
-        or wanted is None
-        or float(bounds[0].group("n")) in said
-        or re.search(r"\b(?:ORDER\s+BY|LIMIT)\b|\bcount\s*\(", query, re.I)
-        or not re.search(r"\bRETURN\s+(?:DISTINCT\s+)?\w+\.nodeSymbol\s*$", query, re.I)
-    ):
-        return query, []
-    m = bounds[0]
-    keep = "AND " if m.group("and") and m.group("and2") else ""
-    fixed = query[: m.start()] + keep + query[m.end() :]
-    fixed = _without_empty_where(fixed)
-    fixed = re.sub(r"\s{2,}", " ", fixed).strip()
-    order, word = wanted
-    fixed += f" ORDER BY {m.group('d')} {order} LIMIT 1"
-    return fixed, [f"the question asks for the {word} one, not a bound of {m.group('n')} m: ordered {order}"]
-
-
-def class_symbol_conflict(
-    query: str, class_of: Callable[[str], str | None], question: str
-) -> tuple[str, list[str]]:
-    """One variable pinned to a symbol *and* a class the symbol does not have: ``(s:Object {class: 'sign'})
-    WHERE s.nodeSymbol = 'O58'`` for "I'm on bench O58: which sign is closest?" (no rows). The symbol is the
-    reference and the class what is asked: the class moves to the node measured from it, or, where the
-    query measures nothing, the nearest (farthest) node of the class to the symbol is asked for.
-    ``class_of``: a symbol's class. ``(query, notes)``; unchanged when no variable is so pinned."""
-    nodes = {m.group("v"): m for m in _NODE_PATTERN.finditer(query)}
-    for v, node in nodes.items():
-        props = node.group("props") or ""
-        cls = _CLASS_PROP.search(props) or re.search(rf"\b{v}\.class\s*=\s*'([^']*)'", query)
-        sym = _SYMBOL_PROP.search(props) or re.search(rf"\b{v}\.nodeSymbol\s*=\s*'([^']*)'", query)
-        if cls is None or sym is None:
-            continue
-        value, symbol, label = cls.group(1), sym.group(1), node.group("l")
-        actual = class_of(symbol)
-        if actual is None or actual == value:
-            continue
-        partner = next(
-            (
-                w
-                for w, m in nodes.items()
-                if w != v
-                and m.group("l") == label
-                and not (m.group("props") or "").strip()
-                and re.search(
-                    rf"point\.distance\(\s*(?:{v}\.center\s*,\s*{w}|{w}\.center\s*,\s*{v})\.center", query
-                )
-            ),
-            None,
-        )
-        note = (
-            f"{symbol} is a {actual}, not a {value}: {symbol} is the reference and the {value} what is asked"
-        )
-        if partner is not None:
-            fixed, _ = drop_class_filters(query, [value])
-            w = nodes[partner]
-            start = fixed.find(w.group(0))
-            fixed = (
-                fixed[:start]
-                + f"({partner}:{label} {{class: {_quote(value)}}})"
-                + fixed[start + len(w.group(0)) :]
-            )
-            return fixed, [note]
-        wanted = _distance_order(question)
-        if wanted is None or "point.distance" in query:
-            return query, []
-        order = wanted[0]
-        fixed = (
-            f"MATCH (x:{label} {{class: {_quote(value)}}}), (ref:{label} {{nodeSymbol: {_quote(symbol)}}}) "
-            f"WHERE x <> ref RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) {order} LIMIT 1"
-        )
-        return fixed, [note]
     return query, []
 
 
@@ -1432,3 +886,156 @@ def choice_column_only(query: str) -> tuple[str, list[str]]:
         return query, []
     fixed = query[: m.start()] + f"RETURN {m.group('case')}{m.group('alias') or ''}"
     return fixed, ["the question asks which of the two: returned the CASE column alone"]
+
+
+_INLINE_NODE = re.compile(
+    r"(?P<lead>point\.distance\(\s*[^()]*?,\s*|point\.distance\(\s*)"
+    r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*(?P<l>`?\w+`?)\s*(?P<props>\{[^{}]*\})?\s*\)"
+    r"(?P<field>\s*\.\s*center\b)?"
+)
+
+
+def inline_patterns(query: str) -> tuple[str, list[str]]:
+    """A node pattern written as a function's argument (``point.distance(o.center, (s:Object {nodeSymbol:
+    'O264'}))``, not Cypher): the pattern is matched in the first MATCH and its variable's center used in the
+    call. ``(query, notes)``; unchanged when there is none or the variable is bound elsewhere already."""
+    fixed, notes = query, []
+    for m in list(_INLINE_NODE.finditer(query))[::-1]:
+        var = m.group("v")
+        rest = fixed[: m.start()] + fixed[m.end() :]
+        if re.search(rf"\(\s*{re.escape(var)}\s*[:{{)]", rest):
+            continue  # bound by a pattern of its own: leave it for the static check
+        match = re.search(r"\bMATCH\s+", fixed, re.I)
+        if match is None or match.start() > m.start():
+            continue
+        pattern = f"({var}:{m.group('l')}{' ' + m.group('props') if m.group('props') else ''})"
+        fixed = fixed[: m.start()] + m.group("lead") + f"{var}.center" + fixed[m.end() :]
+        fixed = fixed[: match.end()] + pattern + ", " + fixed[match.end() :]
+        notes.append(f"the pattern {pattern} inside point.distance() is matched first; its center is used")
+    return fixed, notes
+
+
+_SUBQUERY_START = re.compile(r"\b(?P<kw>EXISTS|COUNT)\s*\{", re.I)
+
+
+def split_subquery_alternatives(query: str) -> tuple[str, list[str]]:
+    """``EXISTS { MATCH a OR MATCH b }`` (not Cypher: a subquery holds one query) becomes ``(EXISTS { MATCH a }
+    OR EXISTS { MATCH b })``; the same with AND. ``(query, notes)``; unchanged when there is none."""
+    out, notes, pos = [], [], 0
+    for m in _SUBQUERY_START.finditer(query):
+        if m.start() < pos:
+            continue
+        depth, end = 0, None
+        for i in range(m.end() - 1, len(query)):
+            depth += {"{": 1, "}": -1}.get(query[i], 0)
+            if depth == 0:
+                end = i
+                break
+        if end is None:
+            break
+        body = query[m.end() : end]
+        parts = re.split(r"\s+(OR|AND)\s+(?=MATCH\b)", body, flags=re.I)
+        if len(parts) < 3 or m.group("kw").upper() != "EXISTS":
+            continue
+        pieces = [f"EXISTS {{ {p.strip()} }}" for p in parts[0::2]]
+        ops = [op.upper() for op in parts[1::2]]
+        joined = pieces[0] + "".join(f" {op} {piece}" for op, piece in zip(ops, pieces[1:], strict=True))
+        out.append(query[pos : m.start()] + f"({joined})")
+        pos = end + 1
+        notes.append("a subquery holds one query: its alternatives became one EXISTS each")
+    if not notes:
+        return query, []
+    return "".join(out) + query[pos:], notes
+
+
+_PATH_FUNCTION = re.compile(r"\b(?:length|nodes|relationships)\s*\(\s*([A-Za-z_]\w*)\s*\)", re.I)
+_VAR_LENGTH_HOP = re.compile(
+    r"\(\s*[A-Za-z_]\w*[^()]*\)\s*<?-\[[^\]]*\*[^\]]*\]->?\s*\(\s*[A-Za-z_]\w*[^()]*\)"
+)
+
+
+def bind_path_variable(query: str) -> tuple[str, list[str]]:
+    """``MATCH (a ...)-[:T*..50]-(b ...) RETURN length(s)`` with ``s`` bound nowhere: the one
+    variable-length pattern is the path meant, and the length of a path between two nodes is its shortest:
+    ``MATCH s = shortestPath((a ...)-[:T*..50]-(b ...))``. ``(query, notes)``; unchanged when the variable is
+    bound or there is not exactly one such pattern."""
+    m = _PATH_FUNCTION.search(query)
+    if m is None:
+        return query, []
+    var = m.group(1)
+    elsewhere = _PATH_FUNCTION.sub(" ", query)
+    if re.search(
+        rf"\b{re.escape(var)}\s*=|\bAS\s+{re.escape(var)}\b|[(\[,]\s*{re.escape(var)}\s*[:)\]]",
+        elsewhere,
+        re.I,
+    ):
+        return query, []
+    hops = [
+        h for h in _VAR_LENGTH_HOP.finditer(query) if not re.search(r"shortestPath\s*\($", query[: h.start()])
+    ]
+    if len(hops) != 1:
+        return query, []
+    h = hops[0]
+    fixed = query[: h.start()] + f"{var} = shortestPath({h.group(0)})" + query[h.end() :]
+    return fixed, [
+        f"{var} was bound nowhere: it is the path of the one variable-length pattern (the shortest)"
+    ]
+
+
+_SELF_DISTANCE_ANY = re.compile(r"point\.distance\(\s*(?P<v>[A-Za-z_]\w*)\.center\s*,\s*(?P=v)\.center\s*\)")
+
+
+def measure_the_counted_node(query: str) -> tuple[str, list[str]]:
+    """``MATCH (r:Room {...})-[:CONTAINS*]->(o:Object) WHERE point.distance(r.center, r.center) < 2 RETURN
+    count(o)``: a node measured against itself (always 0) where one other node is what is counted or returned:
+    that node is measured from it (``point.distance(o.center, r.center)``). ``(query, notes)``; unchanged
+    otherwise (a node measured against itself with no other node is for :func:`others_for_self_distance`)."""
+    m = _SELF_DISTANCE_ANY.search(query)
+    ret = re.search(r"\bRETURN\b(?P<cols>.*?)(?=\bORDER\s+BY\b|\bLIMIT\b|$)", query, re.I | re.S)
+    if m is None or ret is None:
+        return query, []
+    v = m.group("v")
+    returned = {
+        x
+        for x in re.findall(r"(?<![.\w])([A-Za-z_]\w*)(?:\.\w+)?", ret.group("cols"))
+        if x != v and re.search(rf"\(\s*{re.escape(x)}\s*[:)]", query)
+    }
+    if len(returned) != 1:
+        return query, []
+    (other,) = returned
+    fixed = _SELF_DISTANCE_ANY.sub(f"point.distance({other}.center, {v}.center)", query, count=1)
+    return fixed, [
+        f"point.distance({v}.center, {v}.center) is always 0: measured {other}, which is counted, from {v}"
+    ]
+
+
+def drop_idle_with(query: str) -> tuple[str, list[str]]:
+    """A ``WITH a, count(p) AS n`` whose new names are never used and which drops a variable used after it
+    (``... WHERE EXISTS { MATCH (p)-->() } RETURN count(DISTINCT p)``: "p not defined"): the clause does
+    nothing but break the query, so it goes. ``(query, notes)``; unchanged otherwise."""
+    clauses = list(_CLAUSE_START.finditer(query))
+    for i, m in enumerate(clauses):
+        if m.group(1).upper() != "WITH":
+            continue
+        end = clauses[i + 1].start() if i + 1 < len(clauses) else len(query)
+        body = query[m.end() : end]
+        where = re.search(r"\bWHERE\b", body, re.I)
+        projection = body[: where.start()] if where else body
+        names = re.findall(r"\bAS\s+([A-Za-z_]\w*)", projection, re.I)
+        if not names or not re.search(r"\b(count|sum|avg|min|max|collect)\s*\(", projection, re.I):
+            continue
+        rest = (body[where.start() :] if where else "") + query[end:]
+        if any(re.search(rf"(?<![.\w]){n}\b", rest) for n in names):
+            continue
+        kept = {t.strip() for t in projection.split(",") if re.fullmatch(r"\s*[A-Za-z_]\w*\s*", t)}
+        before = query[: m.start()]
+        bound = set(re.findall(r"\(\s*([A-Za-z_]\w*)\s*[:){]", before))
+        dropped = [v for v in bound - kept if re.search(rf"(?<![.\w]){v}\b", rest)]
+        if not dropped:
+            continue
+        fixed = query[: m.start()] + (body[where.start() :] if where else "").lstrip() + query[end:]
+        fixed = re.sub(r"\s+", " ", fixed).strip()
+        return fixed, [
+            f"WITH {projection.strip()} computed nothing used later and dropped {', '.join(dropped)}: removed"
+        ]
+    return query, []

@@ -573,3 +573,47 @@ def parse_tool_action(
 
 def elapsed_since(start: float) -> float:
     return time.perf_counter() - start
+
+
+def sample_replies(
+    model: ChatModel,
+    messages: Sequence[Message],
+    *,
+    n: int = 1,
+    grammar: str | None = None,
+    temperature: float = 0.7,
+    seed: int = 0,
+    max_tokens: int | None = None,
+    stop: Sequence[str] | None = None,
+    greedy: bool = True,
+) -> list[ChatResponse]:
+    """``n`` replies to ``messages``: the first greedy (unless ``greedy`` is False), the others sampled at
+    ``temperature``.
+
+    Models with a ``sample`` method (local GGUF models) decode them together over one prompt evaluation;
+    others are called ``n`` times (seeds ``seed``, ``seed + 1``, ...). ``grammar`` (GBNF) is enforced where
+    the model supports it and otherwise ignored: validate replies afterwards.
+    """
+    sampler = getattr(model, "sample", None)
+    if callable(sampler):
+        return sampler(
+            messages,
+            n=n,
+            grammar=grammar,
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+            stop=stop,
+            greedy=greedy,
+        )
+    return [
+        model.chat(
+            messages,
+            max_tokens=max_tokens,
+            temperature=0.0 if i == 0 and greedy else temperature,
+            seed=seed + i,
+            stop=stop,
+            grammar=grammar,
+        )
+        for i in range(n)
+    ]

@@ -84,6 +84,23 @@ class _LoadedModel:
         self.conversation: list[dict[str, Any]] = []
         self.prefix_states: dict[str, bytes] = {}
         self.formatter: Any = None
+        self.decoder: Any = None  # BatchedDecoder, created on the first ``sample`` call
+
+    def batched(self, n_threads: int) -> Any:
+        """The batched decoder over this model (its own context; call with ``lock`` held)."""
+        if self.decoder is None:
+            import llama_cpp
+
+            from scenerag.llm.batched import BatchedDecoder
+
+            llama = self.llama
+            self.decoder = BatchedDecoder(
+                llama, n_ctx=llama.n_ctx(), n_threads=n_threads, n_batch=llama.n_batch
+            )
+            self.decoder.set_state_key(
+                f"{self.path}|{self.path.stat().st_size}|{llama.n_ctx()}|{llama.n_batch}|{llama_cpp.__version__}"
+            )
+        return self.decoder
 
     def continues(self, wire: list[dict[str, Any]]) -> bool:
         """Whether ``wire`` extends the conversation the KV cache holds (then its tokens are reused)."""
@@ -220,6 +237,8 @@ def _close_all() -> None:
     with _LOADED_LOCK:
         for loaded in _LOADED.values():
             with contextlib.suppress(Exception):
+                if loaded.decoder is not None:
+                    loaded.decoder.close()
                 loaded.llama.close()
         _LOADED.clear()
 
@@ -361,6 +380,66 @@ class LocalChatModel:
         return GenerationTimings(
             int(perf.n_p_eval), perf.t_p_eval_ms / 1000.0, int(perf.n_eval), perf.t_eval_ms / 1000.0
         )
+
+    def sample(
+        self,
+        messages: Sequence[Message],
+        *,
+        n: int = 1,
+        grammar: str | None = None,
+        temperature: float = 0.7,
+        seed: int = 0,
+        max_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+        greedy: bool = True,
+    ) -> list[ChatResponse]:
+        """``n`` plain-text replies to ``messages`` decoded together (the prompt is evaluated once): the first
+        greedy (unless ``greedy`` is False), the others sampled at ``temperature``; each follows ``grammar`` (GBNF) when given. The first
+        response carries the prompt's tokens and the timings."""
+        start = time.perf_counter()
+        wire = self._wire_messages(messages, None)
+        formatted = self._format(wire)
+        prompt = self._tokenize(formatted.prompt, add_bos=not formatted.added_special)
+        prefix = self._prefix_tokens(wire)
+        boundary = len(prefix) if prefix and prompt[: len(prefix)] == prefix else 0
+        limit = max_tokens or self.default_max_tokens
+        if len(prompt) + limit >= self.context_window:
+            raise LLMError(
+                "context_overflow",
+                f"{self.name}: the prompt has {len(prompt)} tokens, the context window {self.context_window}",
+                hint=f"shorten the prompt, or load the model with a larger n_ctx (now {self.context_window})",
+                model=self.name,
+            )
+        with self._model.lock:
+            decoder = self._model.batched(self.n_threads)
+            try:
+                done = decoder.generate(
+                    prompt,
+                    n=n,
+                    boundary=boundary,
+                    grammar=grammar,
+                    temperature=temperature,
+                    seed=seed,
+                    max_tokens=limit,
+                    stop=[t for t in (stop or ()) if t],
+                    greedy=greedy,
+                )
+            except (RuntimeError, ValueError) as exc:
+                raise LLMError("bad_request", f"{self.name}: {exc}", model=self.name) from exc
+            st = decoder.stats
+        timings = GenerationTimings(st.prompt_evaluated, st.prompt_s, st.generated, st.generate_s)
+        elapsed = time.perf_counter() - start
+        return [
+            ChatResponse(
+                message=Message.assistant(c.text),
+                usage=Usage(len(prompt) if i == 0 else 0, len(c.tokens)),
+                model=self.name,
+                finish_reason=c.finish_reason,
+                elapsed_s=elapsed,
+                timings=timings if i == 0 else None,
+            )
+            for i, c in enumerate(done)
+        ]
 
     def chat(
         self,

@@ -24,7 +24,16 @@ from scenerag.retrieval.embeddings import (
 from scenerag.retrieval.embeddings_numpy import NumpyMiniLMEmbedder
 from scenerag.retrieval.embeddings_openai import OpenAIEmbedder
 from scenerag.retrieval.embeddings_st import SentenceTransformerEmbedder
-from scenerag.retrieval.entity_store import EntityHit, EntityStore, SyncReport, vectors_dir
+from scenerag.retrieval.entity_store import (
+    EntityHit,
+    EntityStore,
+    SyncReport,
+    database_fingerprint,
+    read_source_record,
+    vectors_dir,
+    vectors_home,
+    write_source_record,
+)
 from scenerag.retrieval.vector_index import (
     Entry,
     FilterError,
@@ -57,9 +66,13 @@ __all__ = [
     "VectorIndex",
     "VectorIndexError",
     "compile_filter",
+    "database_fingerprint",
     "graph_documents",
     "label_text",
     "make_embedder",
     "node_documents",
+    "read_source_record",
     "vectors_dir",
+    "vectors_home",
+    "write_source_record",
 ]

@@ -22,7 +22,6 @@ import json
 import math
 import os
 import secrets
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scenerag.concurrency import ReadWriteLock
 from scenerag.errors import SceneRagError
 
 if TYPE_CHECKING:
@@ -325,50 +325,6 @@ def _check_scalar(value: Any, owner: str, key: str, *, allow_none: bool) -> None
             f"{owner}: metadata {key!r} has a value of type {type(value).__name__}",
             hint="use strings, numbers, booleans, null or flat lists of them",
         )
-
-
-# -- concurrency ----------------------------------------------------------------------------------------
-
-
-class ReadWriteLock:
-    """Many readers or one writer; a waiting writer holds off new readers so it cannot starve."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writer = False
-        self._writers_waiting = 0
-
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if self._readers == 0:
-                    self._cond.notify_all()
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            self._writers_waiting += 1
-            try:
-                while self._writer or self._readers:
-                    self._cond.wait()
-            finally:
-                self._writers_waiting -= 1
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
 
 
 # -- the index ------------------------------------------------------------------------------------------

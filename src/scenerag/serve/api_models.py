@@ -42,6 +42,9 @@ class SchemaResponse(BaseModel):
         alias="schema", description="Labels, relationship types, properties, counts."
     )
     text: str = Field(description="The schema as rendered into LLM prompts.")
+    known_classes: dict[str, list[str]] = Field(
+        default_factory=dict, description="Classes the graph's perception can name, per label."
+    )
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -188,6 +191,11 @@ class RetrieveResponse(BaseModel):
 class HealthResponse(BaseModel):
     status: Literal["ok"]
     version: str
+    load: dict[str, Any] | None = Field(
+        None,
+        description="Store queries running and queued, query slots, and the language model's state "
+        "(none, loading, ready, failed).",
+    )
     details: dict[str, Any] | None = Field(
         None, description="Backend, counts and settings (only for authenticated clients when auth is on)."
     )
@@ -202,6 +210,7 @@ class ErrorBody(BaseModel):
     column: int | None = None
     suggestions: list[str] | None = None
     details: list[dict[str, Any]] | None = None
+    retry_after_s: int | None = None
 
 
 class ErrorResponse(BaseModel):

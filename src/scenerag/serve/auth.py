@@ -1,14 +1,15 @@
 """Bearer-token authentication as ASGI middleware.
 
 Contract: with a token set, every HTTP request except the exempt paths (``/health``) must carry
-``Authorization: Bearer <token>``; a missing or wrong token gets 401 with ``WWW-Authenticate: Bearer``.
+``Authorization: Bearer <token>`` with one of the accepted tokens (the server's, and the database owner's
+when the server shares its database); a missing or wrong token gets 401 with ``WWW-Authenticate: Bearer``.
 Tokens are compared in constant time.
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from scenerag.serve.errors import send_error
 from scenerag.serve.limits import ASGIApp, Receive, Scope, Send
@@ -28,11 +29,14 @@ def bearer_token(scope: Scope) -> str | None:
 class BearerAuthMiddleware:
     """Answers 401 to HTTP requests without the server's bearer token."""
 
-    def __init__(self, app: ASGIApp, token: str, *, exempt_paths: Collection[str] = ()) -> None:
-        if not token:
-            raise ValueError("BearerAuthMiddleware needs a non-empty token")
+    def __init__(
+        self, app: ASGIApp, token: str | Sequence[str], *, exempt_paths: Collection[str] = ()
+    ) -> None:
+        tokens = [token] if isinstance(token, str) else list(token)
+        if not tokens or not all(tokens):
+            raise ValueError("BearerAuthMiddleware needs non-empty tokens")
         self.app = app
-        self._token = token.encode()
+        self._tokens = [t.encode() for t in tokens]
         self.exempt_paths = frozenset(exempt_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -40,7 +44,8 @@ class BearerAuthMiddleware:
             await self.app(scope, receive, send)
             return
         given = bearer_token(scope)
-        if given is None or not hmac.compare_digest(given.encode(), self._token):
+        matches = [hmac.compare_digest(given.encode(), t) for t in self._tokens] if given is not None else []
+        if not any(matches):
             await send_error(
                 send,
                 401,

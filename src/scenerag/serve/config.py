@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from scenerag.errors import SceneRagError
+from scenerag.serve.cost import HEAVY_ROWS
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -46,6 +47,9 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     #: bearer token clients must send (``Authorization: Bearer <token>``); required off loopback
     token: str | None = None
+    #: the database owner's token (written 0600 into the database folder, see scenerag.serve.share): its
+    #: requests pass auth and the rate limit and get the planner's caps (still read-only unless writes are on)
+    owner_token: str | None = None
     #: let ``POST /cypher`` run writes when the request also asks for them (``"write": true``)
     allow_write: bool = False
     #: largest request body accepted (413 above)
@@ -54,9 +58,20 @@ class ServerConfig:
     rate_limit_per_s: float | None = 20.0
     #: token bucket capacity (requests a client may send in a burst)
     rate_limit_burst: int = 40
-    #: upper bound of any query's run time and row count (requests may ask for less)
+    #: upper bound of any query's run time and row count (requests may ask for less); the time counts from
+    #: the request's arrival, queueing included
     query_timeout_s: float = 10.0
     max_rows: int = 1000
+    #: admission control: store queries run at once (None: the cores), of which heavy ones at most
+    #: ``heavy_slots`` (None: half), and how many may wait in the cheap lane (None: 8 per slot; the heavy
+    #: lane a quarter of that)
+    query_slots: int | None = None
+    heavy_slots: int | None = None
+    queue_limit: int | None = None
+    #: estimated intermediate rows above which a query is heavy (see scenerag.serve.cost)
+    heavy_rows: float = HEAVY_ROWS
+    #: questions (/ask, /ground) that may wait for the shared model; more get 503
+    agent_queue: int = 4
     #: agent settings for /ask and /ground (requests may lower ``agent_max_tool_calls``)
     agent_mode: AgentMode = "agentic"
     agent_max_tool_calls: int = 5
@@ -84,6 +99,14 @@ class ServerConfig:
             (self.agent_max_tool_calls >= 1, "agent_max_tool_calls must be >= 1"),
             (self.agent_mode in ("agentic", "feedforward"), "agent_mode must be agentic or feedforward"),
             (self.max_text_chars > 0, "max_text_chars must be positive"),
+            (self.query_slots is None or self.query_slots >= 1, "query_slots must be >= 1"),
+            (
+                self.heavy_slots is None or 1 <= self.heavy_slots <= (self.query_slots or self.heavy_slots),
+                "heavy_slots must be within 1..query_slots",
+            ),
+            (self.queue_limit is None or self.queue_limit >= 0, "queue_limit must be >= 0"),
+            (self.heavy_rows > 0, "heavy_rows must be positive"),
+            (self.agent_queue >= 0, "agent_queue must be >= 0"),
             (self.plan_time_limit_s > 0, "plan_time_limit_s must be positive"),
             (self.plan_read_timeout_s > 0 and self.plan_max_rows > 0, "plan read limits must be positive"),
         ]

@@ -41,15 +41,28 @@ LLM_STATUS: dict[str, int] = {
 
 
 class ServiceError(SceneRagError):
-    """A request the service refuses: ``kind`` names the reason, ``status`` is its HTTP status code."""
+    """A request the service refuses: ``kind`` names the reason, ``status`` is its HTTP status code;
+    ``retry_after_s`` (503, 429) becomes the ``Retry-After`` header."""
 
-    def __init__(self, kind: str, message: str, *, status: int = 400, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        status: int = 400,
+        hint: str | None = None,
+        retry_after_s: int | None = None,
+    ) -> None:
         self.kind = kind
         self.status = status
+        self.retry_after_s = retry_after_s
         super().__init__(message, hint=hint)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "hint": self.hint}
+        out: dict[str, Any] = {"kind": self.kind, "message": self.message, "hint": self.hint}
+        if self.retry_after_s is not None:
+            out["retry_after_s"] = self.retry_after_s
+        return out
 
 
 def error_body(exc: BaseException) -> dict[str, Any]:
@@ -63,6 +76,12 @@ def error_body(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, SceneRagError):
         return {"kind": "bad_request", "message": exc.message, "hint": exc.hint}
     return {"kind": "internal", "message": f"{type(exc).__name__}: {exc}", "hint": None}
+
+
+def retry_headers(exc: BaseException) -> dict[str, str]:
+    """``{"Retry-After": seconds}`` for a refusal that says when to retry, else nothing."""
+    retry = getattr(exc, "retry_after_s", None)
+    return {"Retry-After": str(int(retry))} if isinstance(exc, ServiceError) and retry is not None else {}
 
 
 def http_status(exc: BaseException) -> int:

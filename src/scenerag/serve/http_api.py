@@ -2,16 +2,22 @@
 ``POST /plan``, ``POST /retrieve_subgraph``, ``GET /health``, OpenAPI at ``/openapi.json`` and ``/docs``, and the MCP
 streamable-HTTP endpoint at ``/mcp``.
 
-Contract: :func:`create_app` wraps a :class:`SceneService` with, outermost first, a per-client rate limit
-(429), bearer-token auth when a token is set (401), a Host-header check when bound to loopback (DNS
-rebinding), and a body size limit (413). Endpoints run in worker threads, so requests are served
-concurrently; every error is ``{"error": {...}}`` with the status of :func:`~scenerag.serve.errors.http_status`.
+Contract: :func:`create_app` wraps a :class:`SceneService` with, outermost first, the arrival clock (a
+request's deadline counts from here), a per-client rate limit (429), bearer-token auth when a token is set
+(401), a Host-header check when bound to loopback (DNS rebinding), and a body size limit (413). ``/health``
+runs on the event loop and reads only counters: it never waits for the store or for a worker thread. The
+other endpoints run in worker threads (a pool larger than admission control can ever hold blocked), so
+requests are served concurrently and a refused request is answered at once; every error is
+``{"error": {...}}`` with the status of :func:`~scenerag.serve.errors.http_status` (and ``Retry-After`` on a
+503 that says when to retry). Requests carrying the database owner's token (see :mod:`scenerag.serve.share`)
+get the owner's caps instead of the server's (still read-only unless the server allows writes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -38,8 +44,16 @@ from scenerag.serve.api_models import (
 )
 from scenerag.serve.auth import BearerAuthMiddleware, bearer_token
 from scenerag.serve.config import is_loopback, package_version
-from scenerag.serve.errors import error_body, http_status
-from scenerag.serve.limits import BodySizeLimitMiddleware, RateLimitMiddleware, TokenBucketLimiter
+from scenerag.serve.errors import error_body, http_status, retry_headers
+from scenerag.serve.limits import (
+    ASGIApp,
+    BodySizeLimitMiddleware,
+    RateLimitMiddleware,
+    Receive,
+    Scope,
+    Send,
+    TokenBucketLimiter,
+)
 from scenerag.serve.mcp_server import build_mcp_server
 from scenerag.serve.service import SceneService
 
@@ -53,8 +67,35 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+#: key of a request's arrival time (``time.monotonic()``) in its ASGI scope
+ARRIVAL_KEY = "scenerag.arrival"
+#: worker threads beyond those admission control may hold blocked (validation, schema, refusals)
+SPARE_THREADS = 32
+
+
 def _error_response(exc: BaseException) -> JSONResponse:
-    return JSONResponse({"error": error_body(exc)}, status_code=http_status(exc))
+    return JSONResponse({"error": error_body(exc)}, status_code=http_status(exc), headers=retry_headers(exc))
+
+
+class ArrivalMiddleware:
+    """Stamps each HTTP request with its arrival time before anything else runs."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[ARRIVAL_KEY] = time.monotonic()
+        await self.app(scope, receive, send)
+
+
+def _arrival(request: Request) -> float | None:
+    value = request.scope.get(ARRIVAL_KEY)
+    return float(value) if value is not None else None
+
+
+def _matches(given: str | None, token: str | None) -> bool:
+    return token is not None and given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
 def create_app(service: SceneService) -> FastAPI:
@@ -62,8 +103,18 @@ def create_app(service: SceneService) -> FastAPI:
     config = service.config
     mcp_server = build_mcp_server(service) if config.mcp else None
 
+    owner_caps = (config.plan_read_timeout_s, config.plan_max_rows)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        import anyio.to_thread
+
+        # Threads blocked in admission (running + queued) and waiting for the model must never use up the
+        # pool, or a refusal (a parse error, a full queue) would wait for a thread.
+        stats = service.admission.stats()
+        held = stats["slots"] + sum(lane["queue_limit"] for lane in stats["lanes"].values())
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = max(limiter.total_tokens, held + config.agent_queue + 1 + SPARE_THREADS)
         if mcp_server is None:
             yield
             return
@@ -103,29 +154,46 @@ def create_app(service: SceneService) -> FastAPI:
     async def _internal(_: Request, exc: Exception) -> JSONResponse:
         return _error_response(exc)
 
+    def is_owner(request: Request) -> bool:
+        return _matches(bearer_token(request.scope), config.owner_token)
+
     @app.get("/health", response_model=HealthResponse, response_model_exclude_none=True)
-    def health(request: Request) -> HealthResponse:
-        """Liveness; details (backend, counts, settings) for authenticated clients or without auth."""
-        token = config.token
+    async def health(request: Request) -> HealthResponse:
+        """Liveness on the event loop (never waits for the store): load (queries running, queued) and the
+        model's readiness; details (backend, counts, settings) for authenticated clients or without auth."""
         given = bearer_token(request.scope)
-        trusted = token is None or (given is not None and hmac.compare_digest(given.encode(), token.encode()))
+        trusted = config.token is None or _matches(given, config.token) or is_owner(request)
         return HealthResponse(
-            status="ok", version=package_version(), details=service.health() if trusted else None
+            status="ok",
+            version=package_version(),
+            load=service.load(),
+            details=service.health() if trusted else None,
         )
 
     @app.post("/cypher", response_model=CypherResponse)
-    def cypher(body: CypherRequest) -> CypherResponse:
-        """Run a Cypher query: read-only unless the request sets ``write`` and the server allows writes."""
+    def cypher(body: CypherRequest, request: Request) -> JSONResponse:
+        """Run a Cypher query: read-only unless the request sets ``write`` and the server allows writes.
+        Its time limit counts from its arrival; 503 with ``Retry-After`` when it cannot start in time."""
+        # The response is rendered here, in the worker thread: up to max_rows rows of JSON would otherwise be
+        # encoded on the event loop, where /health waits.
         result = service.cypher(
-            body.query, body.params, write=body.write, timeout_s=body.timeout_s, max_rows=body.max_rows
+            body.query,
+            body.params,
+            write=body.write,
+            timeout_s=body.timeout_s,
+            max_rows=body.max_rows,
+            arrival=_arrival(request),
+            caps=owner_caps if is_owner(request) else None,
         )
-        return CypherResponse(**result.to_dict())
+        return JSONResponse(result.to_dict())
 
     @app.get("/schema", response_model=SchemaResponse, response_model_by_alias=True)
     def schema() -> SchemaResponse:
         """The schema as JSON and as the text put into LLM prompts."""
         current = service.schema()
-        return SchemaResponse(schema=current.to_dict(), text=current.to_text())
+        return SchemaResponse(
+            schema=current.to_dict(), text=current.to_text(), known_classes=service.store.known_classes()
+        )
 
     @app.post("/ask", response_model=AskResponse)
     def ask(body: AskRequest) -> AskResponse:
@@ -178,8 +246,15 @@ def create_app(service: SceneService) -> FastAPI:
     if is_loopback(config.host):
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)
     if config.token:
-        app.add_middleware(BearerAuthMiddleware, token=config.token, exempt_paths=OPEN_PATHS)
+        tokens = [config.token, *([config.owner_token] if config.owner_token else [])]
+        app.add_middleware(BearerAuthMiddleware, token=tokens, exempt_paths=OPEN_PATHS)
     if config.rate_limit_per_s is not None:
         limiter = TokenBucketLimiter(config.rate_limit_per_s, config.rate_limit_burst)
-        app.add_middleware(RateLimitMiddleware, limiter=limiter, exempt_paths=OPEN_PATHS)
+        app.add_middleware(
+            RateLimitMiddleware,
+            limiter=limiter,
+            exempt_paths=OPEN_PATHS,
+            exempt=lambda scope: _matches(bearer_token(scope), config.owner_token),
+        )
+    app.add_middleware(ArrivalMiddleware)
     return app

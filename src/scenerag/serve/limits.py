@@ -2,7 +2,7 @@
 
 Contract: :class:`TokenBucketLimiter` lets each client key send ``burst`` requests at once and
 ``rate_per_s`` per second sustained; :class:`RateLimitMiddleware` keys clients by their address and
-answers 429 with ``Retry-After``; :class:`BodySizeLimitMiddleware` answers 413 before the application sees
+answers 429 with ``Retry-After`` (requests its ``exempt`` predicate accepts, the database owner's, pass); :class:`BodySizeLimitMiddleware` answers 413 before the application sees
 a body larger than its limit (declared by ``Content-Length`` or streamed in chunks).
 """
 
@@ -75,14 +75,24 @@ class RateLimitMiddleware:
     """Answers 429 (with ``Retry-After``) to HTTP requests over the client's token bucket."""
 
     def __init__(
-        self, app: ASGIApp, limiter: TokenBucketLimiter, *, exempt_paths: Collection[str] = ()
+        self,
+        app: ASGIApp,
+        limiter: TokenBucketLimiter,
+        *,
+        exempt_paths: Collection[str] = (),
+        exempt: Callable[[Scope], bool] | None = None,
     ) -> None:
         self.app = app
         self.limiter = limiter
         self.exempt_paths = frozenset(exempt_paths)
+        self.exempt = exempt
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in self.exempt_paths:
+        if (
+            scope["type"] != "http"
+            or scope.get("path") in self.exempt_paths
+            or (self.exempt is not None and self.exempt(scope))
+        ):
             await self.app(scope, receive, send)
             return
         wait = self.limiter.acquire(client_key(scope))

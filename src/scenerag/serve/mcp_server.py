@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from mcp.server.mcpserver import Context
+
 from scenerag.errors import SceneRagError
 from scenerag.serve.api_models import AskResponse
 from scenerag.serve.config import package_version
@@ -40,6 +42,19 @@ def _call(fn: Callable[[], T]) -> T:
         raise ToolError(f"{error_body(exc)['kind']}: {exc}") from exc
 
 
+def _arrival(ctx: Context | None) -> float | None:
+    """When the HTTP request carrying this tool call arrived (None over stdio)."""
+    from scenerag.serve.http_api import ARRIVAL_KEY
+
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:
+        return None
+    scope = getattr(request, "scope", None)
+    value = scope.get(ARRIVAL_KEY) if isinstance(scope, dict) else None
+    return float(value) if value is not None else None
+
+
 def build_mcp_server(service: SceneService) -> Any:
     """An ``MCPServer`` exposing ``service`` as MCP tools (import of ``mcp`` happens here)."""
     from mcp.server.mcpserver import MCPServer
@@ -53,13 +68,23 @@ def build_mcp_server(service: SceneService) -> Any:
     @server.tool(
         name="cypher_query",
         description="Run one read-only Cypher query (Neo4j dialect) on the scene graph database; returns the "
-        "rows, or the database's error to fix. Writes are always refused here.",
+        "rows, or the database's error to fix. Writes are always refused here. `timeout_s` lowers the "
+        "server's time limit; an overloaded server answers 'overloaded: ... retry after N s'.",
         annotations=read_only,
     )
     def cypher_query(
-        query: str, params: dict[str, Any] | None = None, max_rows: int | None = None
+        query: str,
+        params: dict[str, Any] | None = None,
+        max_rows: int | None = None,
+        timeout_s: float | None = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
-        result = _call(lambda: service.cypher(query, params or {}, max_rows=max_rows))
+        arrival = _arrival(ctx)
+        result = _call(
+            lambda: service.cypher(
+                query, params or {}, max_rows=max_rows, timeout_s=timeout_s, arrival=arrival
+            )
+        )
         return result.to_dict()
 
     @server.tool(

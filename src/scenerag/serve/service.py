@@ -1,18 +1,23 @@
 """``SceneService``: the operations the HTTP API and the MCP tools expose, over one shared store.
 
 Contract: every operation is safe to call from many threads at once; reads share the store, a write
-(``cypher(..., write=True)``, only when the server allows writes) runs alone. Agents (``ask``, ``ground``)
-and retrieval only ever see a :class:`~scenerag.serve.store_access.ReadOnlyStore`, so nothing a model
-writes — whatever the graph's text tells it — can change the data. Query limits are the server's.
+(``cypher(..., write=True)``, only when the server allows writes) runs alone. Every store query — the
+client's, and those agents, retrieval and planning make — goes through the same admission control
+(:mod:`scenerag.serve.admission`): validated first, then a slot in its lane, cancelled at its deadline.
+Agents (``ask``, ``ground``) and retrieval only ever see a :class:`~scenerag.serve.store_access.ReadOnlyStore`,
+so nothing a model writes — whatever the graph's text tells it — can change the data. Query limits are the
+server's. :meth:`SceneService.health` never touches the store nor waits for a query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scenerag.agents.result import AgentResult, Task
+from scenerag.serve.admission import Admission
 from scenerag.serve.config import AgentMode, ServerConfig
 from scenerag.serve.errors import ServiceError
 from scenerag.serve.llm_provider import ChatModelProvider, LlmSource
@@ -52,9 +57,32 @@ class SceneService:
         self.config = config or ServerConfig()
         self.config.validate()
         self.store = store
-        self.access = StoreAccess(store, timeout_s=self.config.query_timeout_s, max_rows=self.config.max_rows)
-        self.models = ChatModelProvider(llm)
+        cfg = self.config
+        self.admission = Admission(cfg.query_slots, heavy_slots=cfg.heavy_slots, queue_limit=cfg.queue_limit)
+        self.access = StoreAccess(
+            store,
+            timeout_s=cfg.query_timeout_s,
+            max_rows=cfg.max_rows,
+            admission=self.admission,
+            heavy_rows=cfg.heavy_rows,
+        )
+        self.models = ChatModelProvider(llm, max_waiting=cfg.agent_queue)
         self.retriever = SubgraphRetriever(entity_store)
+        self._counts: tuple[int, int] = (0, 0)
+        self._refresh_counts()
+
+    def _refresh_counts(self) -> None:
+        """Node and relationship totals for ``health`` (from the store's cached schema)."""
+        schema = self.store.schema()
+        self._counts = (sum(schema.node_counts.values()), sum(schema.rel_counts.values()))
+
+    def warm_up(self, *, on_model_ready: Callable[[], None] | None = None) -> None:
+        """Start loading the model (when given as a spec; ``on_model_ready`` is called once it loaded) and
+        warm the query parser, so the first requests are not slow (the engine's first parse costs ~0.2-1 s).
+        Called once when a server starts."""
+        self.models.preload(on_ready=on_model_ready)
+        with contextlib.suppress(Exception):
+            self.store.prepare("MATCH (n) RETURN count(n) AS n")
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _text(self, value: str | None, what: str) -> str:
@@ -77,8 +105,12 @@ class SceneService:
         write: bool = False,
         timeout_s: float | None = None,
         max_rows: int | None = None,
+        arrival: float | None = None,
+        caps: tuple[float, int] | None = None,
     ) -> QueryResult:
-        """Run ``query``: read-only unless ``write`` is asked for and the server allows writes."""
+        """Run ``query``: read-only unless ``write`` is asked for and the server allows writes. Its deadline
+        counts from ``arrival`` (``time.monotonic()`` when the request came in; default now); ``caps``
+        replace the server's (timeout s, rows) for a trusted caller (the database owner's CLI)."""
         if write:
             if not self.config.allow_write:
                 raise ServiceError(
@@ -87,8 +119,15 @@ class SceneService:
                     status=403,
                     hint="start the server with writes allowed (scenerag serve --allow-write)",
                 )
-            return self.access.write(query, params, timeout_s=timeout_s, max_rows=max_rows)
-        return self.access.read(query, params, timeout_s=timeout_s, max_rows=max_rows)
+            try:
+                return self.access.write(
+                    query, params, timeout_s=timeout_s, max_rows=max_rows, arrival=arrival
+                )
+            finally:
+                self._refresh_counts()
+        return self.access.read(
+            query, params, timeout_s=timeout_s, max_rows=max_rows, arrival=arrival, caps=caps
+        )
 
     def schema(self) -> GraphSchema:
         return self.access.schema()
@@ -202,15 +241,28 @@ class SceneService:
             timeout_s=self.config.query_timeout_s,
         )
 
+    def load(self) -> dict[str, Any]:
+        """Queries running and queued, and the model's state: public, cheap, never waits for a query."""
+        stats = self.admission.stats()
+        return {
+            "running": stats["running"],
+            "queued": stats["queued"],
+            "slots": stats["slots"],
+            "llm": self.models.status(),
+        }
+
     def health(self) -> dict[str, Any]:
-        schema = self.schema()
+        """Backend, counts (as of the last schema read), settings and per-lane admission figures; never
+        touches the store nor waits for a query."""
+        nodes, relationships = self._counts
         return {
             "status": "ok",
             "backend": getattr(self.store, "backend", type(self.store).__name__),
-            "nodes": sum(schema.node_counts.values()),
-            "relationships": sum(schema.rel_counts.values()),
+            "nodes": nodes,
+            "relationships": relationships,
             "writes_allowed": self.config.allow_write,
             "llm": self.models.description,
             "search": self.retriever.mode,
             "auth": self.config.token is not None,
+            "admission": self.admission.stats(),
         }

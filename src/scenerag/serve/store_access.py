@@ -1,31 +1,82 @@
-"""Shared access to one store from many request threads: concurrent readers, one writer, capped queries.
+"""Shared access to one store from many request threads: validation first, then admission, then the run.
 
-Contract: :class:`StoreAccess` runs reads under the shared side of a read-write lock and writes under its
-exclusive side (a waiting writer holds off new readers), clamping every query's timeout and row count to
-the server's caps. :class:`ReadOnlyStore` is the ``GraphStore`` handed to agents and tools: it refuses
-writes and loads whatever its caller asks, so text in the graph (prompt injection) cannot change data.
+Contract: :meth:`StoreAccess.read` / :meth:`StoreAccess.write` take a query through, in order,
+
+1. validation that needs no data and never waits for a running query (``CypherStore.prepare``: the
+   read-only guard, the engine's parse, names against the cached schema, bounded paths) — a bad query is
+   refused in milliseconds, whatever the load;
+2. a cost estimate (:func:`~scenerag.serve.cost.estimate_cost`) choosing the cheap or the heavy lane;
+3. admission (:class:`~scenerag.serve.admission.Admission`): a slot, or a 503 when the lane's queue is
+   full or the deadline passes while queued; the deadline counts from ``arrival`` (default: the call);
+4. the run, with what is left of the deadline as its time limit (the store cancels it at the deadline).
+   Heavy queries run on their own threads at a lower CPU priority (nice +10, Linux: per thread), so on a
+   busy machine the cheap lane, validation and ``/health`` get the cores first; a heavy query still uses
+   whatever CPU is idle, and still ends at its deadline.
+
+Every query's timeout and row count are clamped to the server's caps. Reads run side by side, a write alone
+(the store's read-write lock). :class:`ReadOnlyStore` is the ``GraphStore`` handed to agents and tools: it
+refuses writes and loads whatever its caller asks, so text in the graph (prompt injection) cannot change data.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scenerag.graph.model import SceneGraph
-from scenerag.retrieval.vector_index import ReadWriteLock
+from scenerag.serve.admission import Admission
+from scenerag.serve.cost import HEAVY_ROWS, CostEstimate, estimate_cost
 from scenerag.serve.errors import ServiceError
-from scenerag.store.base import CypherStore, ProgressFn, QueryError, QueryResult
+from scenerag.store.base import CypherStore, PreparedQuery, ProgressFn, QueryError, QueryResult
 from scenerag.store.schema import GraphSchema
+
+#: a query admitted with less time than this left is answered as timed out rather than started
+MIN_RUN_S = 0.01
+#: how much nicer (lower CPU priority) the threads running heavy queries are
+HEAVY_NICE = 10
+
+
+def _lower_priority() -> None:
+    """Make the calling thread nicer by ``HEAVY_NICE`` (a no-op where threads have no own priority)."""
+    with contextlib.suppress(AttributeError, OSError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + HEAVY_NICE)
 
 
 class StoreAccess:
     """Thread-safe, limit-enforcing front of one ``CypherStore`` (see module docstring)."""
 
-    def __init__(self, store: CypherStore, *, timeout_s: float, max_rows: int) -> None:
+    def __init__(
+        self,
+        store: CypherStore,
+        *,
+        timeout_s: float,
+        max_rows: int,
+        admission: Admission | None = None,
+        heavy_rows: float = HEAVY_ROWS,
+    ) -> None:
         self.store = store
         self.timeout_s = float(timeout_s)
         self.max_rows = int(max_rows)
-        self.lock = ReadWriteLock()
+        self.admission = admission or Admission()
+        self.heavy_rows = float(heavy_rows)
+        self._heavy_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _heavy_runner(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._heavy_pool is None:
+                self._heavy_pool = ThreadPoolExecutor(
+                    max_workers=self.admission.heavy_slots,
+                    thread_name_prefix="scenerag-heavy",
+                    initializer=_lower_priority,
+                )
+            return self._heavy_pool
 
     def clamp(
         self,
@@ -41,6 +92,46 @@ class StoreAccess:
             raise ServiceError("bad_request", "timeout_s and max_rows must be positive")
         return timeout, rows
 
+    def check(
+        self, cypher: str, params: Mapping[str, Any] | None = None, *, write: bool = False
+    ) -> tuple[PreparedQuery, CostEstimate]:
+        """Validate ``cypher`` (steps 1-2 of the module docstring) without waiting for any query."""
+        prepared = self.store.prepare(cypher, read_only=not write)
+        schema = self.store.schema()
+        return prepared, estimate_cost(prepared.run, schema, params, threshold=self.heavy_rows)
+
+    def run(
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        write: bool = False,
+        timeout_s: float | None = None,
+        max_rows: int | None = None,
+        caps: tuple[float, int] | None = None,
+        arrival: float | None = None,
+    ) -> QueryResult:
+        """Validate, admit and run ``cypher``; its deadline is ``arrival`` (monotonic; default now) plus
+        its timeout."""
+        start = time.monotonic() if arrival is None else arrival
+        timeout, rows = self.clamp(timeout_s, max_rows, caps)
+        prepared, cost = self.check(cypher, params, write=write)
+        deadline = start + timeout
+        with self.admission.slot(cost.lane, deadline, arrival=start) as left:  # type: ignore[arg-type]
+            if left < MIN_RUN_S:
+                raise QueryError(
+                    "timeout",
+                    f"the query's time limit ({timeout:g} s) ran out while it waited for a free slot",
+                    cypher,
+                    hint="retry, or give it a longer timeout",
+                )
+            if not cost.heavy:
+                return self.store.execute(prepared, params, timeout_s=left, max_rows=rows)
+            job = self._heavy_runner().submit(
+                self.store.execute, prepared, params, timeout_s=left, max_rows=rows
+            )
+            return job.result()
+
     def read(
         self,
         cypher: str,
@@ -49,10 +140,9 @@ class StoreAccess:
         timeout_s: float | None = None,
         max_rows: int | None = None,
         caps: tuple[float, int] | None = None,
+        arrival: float | None = None,
     ) -> QueryResult:
-        timeout, rows = self.clamp(timeout_s, max_rows, caps)
-        with self.lock.read():
-            return self.store.query(cypher, params, read_only=True, timeout_s=timeout, max_rows=rows)
+        return self.run(cypher, params, timeout_s=timeout_s, max_rows=max_rows, caps=caps, arrival=arrival)
 
     def write(
         self,
@@ -61,14 +151,13 @@ class StoreAccess:
         *,
         timeout_s: float | None = None,
         max_rows: int | None = None,
+        arrival: float | None = None,
     ) -> QueryResult:
-        timeout, rows = self.clamp(timeout_s, max_rows)
-        with self.lock.write():
-            return self.store.query(cypher, params, read_only=False, timeout_s=timeout, max_rows=rows)
+        return self.run(cypher, params, write=True, timeout_s=timeout_s, max_rows=max_rows, arrival=arrival)
 
     def schema(self) -> GraphSchema:
-        with self.lock.read():
-            return self.store.schema()
+        """The store's cached schema (introspected again only after a write)."""
+        return self.store.schema()
 
     def read_only(self, caps: tuple[float, int] | None = None) -> ReadOnlyStore:
         """A read-only view; ``caps`` (timeout s, rows) replace the server's for trusted internal readers
@@ -111,6 +200,10 @@ class ReadOnlyStore:
 
     def schema_text(self) -> str:
         return self.schema().to_text()
+
+    def known_classes(self) -> dict[str, list[str]]:
+        """The underlying store's labelspace (see ``CypherStore.known_classes``)."""
+        return self._access.store.known_classes()
 
     def close(self) -> None:
         """Nothing to release: the server owns the underlying store."""

@@ -4,15 +4,19 @@ their ``CONTAINS`` ancestors (object -> place -> room -> floor ...), read from t
 Contract: search is *semantic* when an :class:`~scenerag.retrieval.EntityStore` is given (embedding
 similarity over node documents), else *lexical* (words of the text matched case-insensitively against
 the string properties ``class``/``description``/``name``..., and exact node symbols); the result names the
-mode. Nodes come back as plain property dicts (``symbol``, ``label``, ``class``, ``center``, ...), edges as
+mode. Servers are semantic by default: :func:`entity_index_for` opens (or builds) the index ``scenerag
+index`` keeps for the database, with the embedder ``scenerag search`` uses; ``embedder="none"`` makes
+them lexical. Nodes come back as plain property dicts (``symbol``, ``label``, ``class``, ``center``, ...), edges as
 ``{source, type, target}`` between returned nodes only.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from scenerag.graph import ontology as ont
@@ -22,10 +26,14 @@ from scenerag.store.base import GraphStore
 from scenerag.store.rows import CELL_KEY
 
 if TYPE_CHECKING:
-    from scenerag.retrieval import EntityStore
+    from scenerag.retrieval import Embedder, EntityStore
+    from scenerag.store.base import CypherStore
     from scenerag.store.schema import GraphSchema
 
 SearchMode = Literal["semantic", "lexical"]
+log = logging.getLogger("scenerag.serve")
+#: the embedder of retrieve_subgraph when none is named: the one `scenerag index` / `search` use
+DEFAULT_SUBGRAPH_EMBEDDER = "minilm"
 
 #: string properties the lexical search looks in, when the graph has them
 SEARCH_KEYS = ("class", "name", "description", "caption", "summary", "title")
@@ -300,6 +308,59 @@ class SubgraphRetriever:
                         f"{symbol} {earlier.matched}" if earlier else symbol,
                     )
         return sorted(found.values(), key=lambda h: (-h.score, -LAYER_RANK.get(h.label, 0), h.symbol))[:k]
+
+
+def entity_index_for(
+    db: str | Path | None,
+    store: CypherStore,
+    embedder: str | Embedder | None = None,
+    *,
+    vectors: str | Path | None = None,
+) -> EntityStore | None:
+    """The entity index a server's ``retrieve_subgraph`` searches, or None for lexical search.
+
+    ``embedder``: None means :data:`DEFAULT_SUBGRAPH_EMBEDDER` (semantic by default, like ``scenerag
+    search``); ``"none"`` (or ``""``) means lexical; any other spec or an ``Embedder`` is used as given.
+    The index lives in ``vectors`` (default: ``<db>/vectors``, for a server URI a cache folder; for an
+    open store, its directory where it has one) and is built there when missing. The default falls back
+    to lexical search (logged) when no index can be had; a named embedder that fails raises."""
+    from scenerag.retrieval.entity_store import (
+        database_fingerprint,
+        read_source_record,
+        vectors_dir,
+        vectors_home,
+        write_source_record,
+    )
+    from scenerag.serve.run import open_entity_index
+
+    named = embedder is not None
+    if isinstance(embedder, str) and embedder.strip().lower() in ("", "none"):
+        return None
+    spec = embedder if named else DEFAULT_SUBGRAPH_EMBEDDER
+    if vectors is None:
+        home = vectors_home(db) if db is not None else getattr(store, "root", None)
+        vectors = vectors_dir(home) if home is not None else None
+    try:
+        index = open_entity_index(db, store, spec, vectors=vectors)  # type: ignore[arg-type]
+        folder = Path(db) if db is not None and Path(db).is_dir() else None
+        fingerprint = database_fingerprint(folder) if folder is not None else None
+        if index.path is not None and (
+            fingerprint is None or read_source_record(index.path).get("fingerprint") != fingerprint
+        ):  # written to since it was indexed (or unknown): bring the index up to date
+            from scenerag.store.export import export_graph
+
+            report = index.sync(export_graph(store))
+            if report.changed:
+                index.save()
+                log.info("entity index of %s: %s", db, report.summary())
+            if fingerprint is not None and isinstance(spec, str):
+                write_source_record(index.path, fingerprint=fingerprint, embedder=spec, nodes=len(index))
+        return index
+    except Exception as exc:
+        if named:
+            raise
+        log.warning("retrieve_subgraph is lexical: no semantic index (%s)", exc)
+        return None
 
 
 def _by_label(members: dict[str, str]) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +33,7 @@ from scenerag.store.base import (
     known_classes_of,
     normalize_value,
 )
+from scenerag.store.deadline import cancel_at
 from scenerag.store.introspect import introspect
 from scenerag.store.rows import CELL_KEY, CELL_SIZE_M, edge_groups, node_extras, nodes_by_label
 from scenerag.store.schema import SCHEMA_VERSION, GraphSchema, schema_from_graph
@@ -177,10 +179,28 @@ class _RunningQuery:
             if query is not None:
                 query.close()
 
+    @property
+    def registered(self) -> bool:
+        """Whether the engine knows the query, so ``terminate()`` can stop it."""
+        return self._binding is not None
+
     def terminate(self, reason: str = "interrupted") -> None:
         query = self._query
         if query is not None:
             query.terminate(reason)
+
+
+def _java_messages(exc: BaseException) -> list[str]:
+    """``"<class>: <message>"`` of a Java exception and of each of its causes, outermost first."""
+    out: list[str] = []
+    current: Any = exc
+    for _ in range(8):
+        if current is None:
+            break
+        message = current.getMessage() if hasattr(current, "getMessage") else str(current)
+        out.append(f"{type(current).__name__.rsplit('.', 1)[-1]}: {message or ''}")
+        current = current.getCause() if hasattr(current, "getCause") else None
+    return out
 
 
 @functools.cache
@@ -233,6 +253,7 @@ class ArcadeStore(CypherStore):
         self._db: Any = None
         self._gen: str | None = None
         self._dirty = False
+        self._engine_timeout_ms: int | None = None
         self._open_current()
         self._cleanup_stale()
 
@@ -321,6 +342,7 @@ class ArcadeStore(CypherStore):
             os.replace(tmp, self.root / CURRENT)
             old_db, old_gen = self._db, self._gen
             self._db, self._gen, self._dirty = db, name, False
+            self._engine_timeout_ms = None
             if old_db is not None:
                 with contextlib.suppress(Exception):
                     old_db.close()
@@ -426,19 +448,38 @@ class ArcadeStore(CypherStore):
             )
         return self._db
 
+    def _parse(self, cypher: str) -> None:
+        """The engine's parser and semantic check (``QueryEngine.analyze``: no data is read, ~1 ms warm),
+        so a syntax error or an undefined variable fails before the query waits for a slot. Only parse and
+        semantic failures are raised; anything else is left for the run to report."""
+        if self._db is None:
+            return
+        try:
+            self._db.get_java_database().getQueryEngine("opencypher").analyze(cypher)
+        except Exception as exc:
+            messages = _java_messages(exc)
+            if not any(("Parsing" in m or "Semantic" in m) for m in messages):
+                return
+            # the outermost says "Error analyzing Cypher query"; a cause says what and where
+            detail = next((m for m in messages[1:] if "Error analyzing" not in m), messages[0])
+            raise db_error(detail, cypher) from None
+
     def _execute(
         self, cypher: str, params: Mapping[str, Any], *, write: bool, timeout_s: float, max_rows: int
     ) -> tuple[list[str], list[dict[str, Any]], bool]:
-        import jpype
-
         db = self._require_db()
-        config = db.get_java_database().getConfiguration()
-        gc = jpype.JClass("com.arcadedb.GlobalConfiguration")
-        config.setValue(gc.COMMAND_TIMEOUT, int(timeout_s * 1000))
         args = (dict(params),) if params else ()
         running = _RunningQuery(cypher)
+        deadline = time.monotonic() + timeout_s
         try:
-            with running, interrupts.cancel_on_signal(running.terminate):
+            # The engine's timeout is one setting of the whole database, so concurrent queries would overwrite
+            # each other's; each query is instead terminated at its own deadline by the watchdog thread.
+            with (
+                running,
+                cancel_at(deadline, running.terminate) as expiry,
+                interrupts.cancel_on_signal(running.terminate),
+            ):
+                self._engine_timeout(None if running.registered else timeout_s)
                 if write:
                     with db.transaction():
                         rs = db.command("opencypher", cypher, *args)
@@ -454,6 +495,13 @@ class ArcadeStore(CypherStore):
         except Exception as exc:
             interrupts.raise_if_interrupted()  # terminated by a signal: report the interruption
             message = str(exc)
+            if expiry.fired and "terminated" in message.lower():
+                raise QueryError(
+                    "timeout",
+                    f"the query took longer than its time limit ({timeout_s:g} s) and was cancelled",
+                    cypher,
+                    hint="narrow it: start from a nodeSymbol, bound hops (*1..3), add LIMIT",
+                ) from None
             if "QueryNotIdempotent" in message or "not idempotent" in message:
                 raise QueryError(
                     "write_refused",
@@ -464,6 +512,18 @@ class ArcadeStore(CypherStore):
             raise db_error(message, cypher) from None
         columns = list(rows[0]) if rows else []
         return columns, rows, truncated
+
+    def _engine_timeout(self, timeout_s: float | None) -> None:
+        """Set the engine's command timeout: off (0) while queries carry their own deadline, or
+        ``timeout_s`` for an engine without the running-query API (then concurrent limits share it)."""
+        import jpype
+
+        value = 0 if timeout_s is None else int(timeout_s * 1000)
+        if value == self._engine_timeout_ms:
+            return
+        config = self._require_db().get_java_database().getConfiguration()
+        config.setValue(jpype.JClass("com.arcadedb.GlobalConfiguration").COMMAND_TIMEOUT, value)
+        self._engine_timeout_ms = value
 
     @staticmethod
     def _read_rows(rs: Any, max_rows: int) -> tuple[list[dict[str, Any]], bool]:

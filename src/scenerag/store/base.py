@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import abc
 import gc
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from scenerag.concurrency import ReadWriteLock
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
@@ -129,6 +131,18 @@ class QueryResult:
         return f"TRUNCATED: only the first {self.max_rows} rows are shown; add LIMIT or aggregate."
 
 
+@dataclass(frozen=True)
+class PreparedQuery:
+    """A query that passed :meth:`CypherStore.prepare`: ``run`` is the text to execute (unbounded hierarchy
+    paths bounded), ``notices`` say what was rewritten."""
+
+    cypher: str
+    run: str
+    read_only: bool
+    analysis: CypherAnalysis
+    notices: list[str] = field(default_factory=list)
+
+
 @runtime_checkable
 class GraphStore(Protocol):
     """A scene graph in a graph database, queried with Neo4j-dialect Cypher."""
@@ -192,7 +206,8 @@ class CypherStore(abc.ABC):
         self.default_max_rows = default_max_rows
         self._schema: GraphSchema | None = None
         self._known_classes: dict[str, list[str]] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the cached schema
+        self._rw = ReadWriteLock()  # queries share it; a write or a load holds it alone
 
     # -- backend hooks ------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -210,6 +225,10 @@ class CypherStore(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def _parse(self, cypher: str) -> None:  # noqa: B027 (optional hook)
+        """Raise a ``syntax`` ``QueryError`` when the engine's parser rejects ``cypher``, without reading
+        data; the default (engines without a separate parser) leaves syntax to ``_execute``."""
+
     # -- public API ---------------------------------------------------------------------------------
     def load(self, graph: SceneGraph, *, progress: ProgressFn | None = None) -> None:
         # Python's cyclic GC is paused while loading: a load allocates many short-lived containers but no
@@ -217,7 +236,7 @@ class CypherStore(abc.ABC):
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            with self._lock:
+            with self._rw.write(), self._lock:
                 self._load(graph, progress)
                 self._schema = None
                 self._known_classes = known_classes_of(graph)
@@ -226,7 +245,11 @@ class CypherStore(abc.ABC):
                 gc.enable()
 
     def schema(self, *, refresh: bool = False) -> GraphSchema:
-        with self._lock:
+        """The cached schema (introspected when missing: after a write, or with ``refresh``)."""
+        schema = self._schema
+        if schema is not None and not refresh:
+            return schema
+        with self._rw.read(), self._lock:
             if self._schema is None or refresh:
                 self._schema = self._introspect()
             return self._schema
@@ -249,6 +272,21 @@ class CypherStore(abc.ABC):
         timeout_s: float | None = None,
         max_rows: int | None = None,
     ) -> QueryResult:
+        timeout = self.default_timeout_s if timeout_s is None else float(timeout_s)
+        cap = self.default_max_rows if max_rows is None else int(max_rows)
+        if not timeout > 0:
+            raise ValueError(f"the query time limit must be positive (got {timeout:g} s; CLI: --timeout)")
+        if cap <= 0:
+            raise ValueError(f"the row cap must be at least 1 (got {cap}; CLI: --max-rows)")
+        return self.execute(
+            self.prepare(cypher, read_only=read_only), params, timeout_s=timeout, max_rows=cap
+        )
+
+    def prepare(self, cypher: str, *, read_only: bool = True) -> PreparedQuery:
+        """Every check that needs no data, in the order ``query`` runs them: not empty, the read-only
+        guard, the backend's parse (``_parse``), names against the (cached) schema, unbounded paths bounded
+        or refused. Raises ``QueryError``; never waits for a running query (the server validates before
+        it queues)."""
         if not isinstance(cypher, str) or not cypher.strip():
             raise QueryError(
                 "syntax",
@@ -256,28 +294,47 @@ class CypherStore(abc.ABC):
                 str(cypher),
                 hint="write a Cypher query such as MATCH (n) RETURN n LIMIT 5",
             )
-        timeout = self.default_timeout_s if timeout_s is None else float(timeout_s)
-        cap = self.default_max_rows if max_rows is None else int(max_rows)
-        if timeout <= 0 or cap <= 0:
-            raise ValueError("timeout_s and max_rows must be positive")
-        params = dict(params or {})
         analysis = analyze(cypher)
         notices: list[str] = []
         if read_only:
             self._refuse_writes(cypher, analysis)
+        self._parse(cypher)
         schema = self.schema()
         if read_only:
             self._check_names(cypher, analysis, schema)
         cypher_run = self._bound_paths(cypher, analysis, schema, notices)
+        return PreparedQuery(cypher, cypher_run, read_only, analysis, notices)
+
+    def execute(
+        self,
+        prepared: PreparedQuery,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout_s: float,
+        max_rows: int,
+    ) -> QueryResult:
+        """Run a query checked by :meth:`prepare` (``timeout_s`` and ``max_rows`` positive, as ``query``
+        checks); the backend cancels it once ``timeout_s`` has passed. Reads run side by side; a write (or a
+        load) runs alone."""
         start = time.perf_counter()
-        with self._lock:
-            columns, rows, truncated = self._execute(
-                cypher_run, params, write=not read_only, timeout_s=timeout, max_rows=cap
-            )
-            if not read_only and analysis.is_write:
-                self._schema = None
+        with self._rw.read() if prepared.read_only else self._rw.write():
+            try:
+                columns, rows, truncated = self._execute(
+                    prepared.run,
+                    dict(params or {}),
+                    write=not prepared.read_only,
+                    timeout_s=timeout_s,
+                    max_rows=max_rows,
+                )
+            except QueryError as exc:
+                if exc.kind != "timeout":
+                    raise
+                raise timeout_error(prepared.cypher, timeout_s) from None
+            if not prepared.read_only and prepared.analysis.is_write:
+                with self._lock:
+                    self._schema = None
         elapsed = (time.perf_counter() - start) * 1000.0
-        return QueryResult(columns, rows, truncated, cap, elapsed, cypher_run, notices)
+        return QueryResult(columns, rows, truncated, max_rows, elapsed, prepared.run, list(prepared.notices))
 
     # -- pipeline steps -----------------------------------------------------------------------------
     @staticmethod
@@ -411,10 +468,27 @@ def db_error(message: str, cypher: str) -> QueryError:
     return QueryError("runtime", _short(message), cypher)
 
 
+_JAVA_CAUSE = re.compile(r"\s*\(caused by [\w.$]+\)")
+_JAVA_CLASS = re.compile(r"\b(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)\b:?\s*")
+
+
 def _short(message: str) -> str:
-    """Strip Java exception class prefixes and stack noise from a database message."""
+    """Strip Java exception class names (prefixes, ``(caused by org.antlr...Exception)``) and stack noise
+    from a database message."""
     text = message.strip().splitlines()[0] if message.strip() else message
     for marker in ("Exception: ", "Error: "):
         while marker in text and text.index(marker) < 120:
             text = text.split(marker, 1)[1]
+    text = _JAVA_CLASS.sub("", _JAVA_CAUSE.sub("", text))
     return text.strip()
+
+
+def timeout_error(cypher: str, timeout_s: float) -> QueryError:
+    """The error of a query stopped at its time limit: names the limit and how to raise it."""
+    return QueryError(
+        "timeout",
+        f"the query took longer than its time limit of {timeout_s:g} s",
+        cypher,
+        hint="narrow it: start from a nodeSymbol, bound hops (*1..3), add LIMIT; or raise the limit "
+        "(CLI: --timeout)",
+    )

@@ -20,7 +20,7 @@ from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
 from scenerag.viz.layout import GROUND_RANK, SceneLayout, compute_layout, layer_rank
 from scenerag.viz.style import HIGHLIGHT, class_color, edge_color, hex_color
-from scenerag.viz.viewer import ViewerError
+from scenerag.viz.viewer import ViewerError, unknown_symbols_error
 
 View = Literal["3d", "top"]
 #: at most this many node labels are written on a PNG (rooms and highlights first)
@@ -31,10 +31,7 @@ def _highlight_list(graph: SceneGraph, highlight: Iterable[str]) -> list[str]:
     wanted = list(dict.fromkeys(highlight))
     missing = [s for s in wanted if s not in graph]
     if missing:
-        raise ViewerError(
-            f"cannot highlight {len(missing)} symbol(s) not in the graph: {', '.join(missing[:10])}",
-            hint="pass symbols of this graph's nodes (e.g. AgentResult.symbols of a run on it)",
-        )
+        raise unknown_symbols_error(missing)
     return wanted
 
 
@@ -96,13 +93,7 @@ def _draw_3d(fig: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) -
     for layer in lay.layers.values():
         p = layer.positions
         ax.scatter(
-            p[:, 0],
-            p[:, 1],
-            p[:, 2],
-            c=layer.colors / 255.0,
-            s=_marker_area(layer.rank),
-            depthshade=False,
-            label=layer.label,
+            p[:, 0], p[:, 1], p[:, 2], c=layer.colors / 255.0, s=_marker_area(layer.rank), depthshade=False
         )
     if marked:
         p = np.asarray([lay.positions[s] for s in marked])
@@ -115,7 +106,6 @@ def _draw_3d(fig: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) -
             edgecolors="black",
             linewidths=0.8,
             depthshade=False,
-            label="answer",
         )
     for symbol in _label_targets(graph, lay, marked):
         x, y, z = lay.positions[symbol]
@@ -129,7 +119,7 @@ def _draw_3d(fig: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) -
     fig.subplots_adjust(left=0.0, right=1.0, bottom=0.0, top=0.95)
     ax.view_init(elev=28, azim=-55)
     ax.set_axis_off()
-    ax.legend(loc="upper left", fontsize=7, markerscale=0.8)
+    _legend(ax, graph, lay, marked)
 
 
 def _draw_top(fig: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) -> None:
@@ -154,9 +144,7 @@ def _draw_top(fig: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) 
         )
     for layer in sorted(lay.layers.values(), key=lambda item: -item.rank):  # big upper layers underneath
         p = np.asarray([real[s] for s in layer.symbols])
-        ax.scatter(
-            p[:, 0], p[:, 1], c=layer.colors / 255.0, s=_marker_area(layer.rank), label=layer.label, zorder=3
-        )
+        ax.scatter(p[:, 0], p[:, 1], c=layer.colors / 255.0, s=_marker_area(layer.rank), zorder=3)
     if marked:
         p = np.asarray([real[s] for s in marked])
         ax.scatter(
@@ -167,7 +155,6 @@ def _draw_top(fig: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) 
             edgecolors="black",
             linewidths=0.8,
             zorder=5,
-            label="answer",
         )
     for symbol in _label_targets(graph, lay, marked):
         x, y = real[symbol]
@@ -183,7 +170,38 @@ def _draw_top(fig: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) 
     ax.autoscale_view()
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.legend(loc="upper left", fontsize=7)
+    _legend(ax, graph, lay, marked)
+
+
+#: object classes named in a static legend before "…and N more"
+LEGEND_CLASSES = 12
+
+
+def _legend(ax: Any, graph: SceneGraph, lay: SceneLayout, marked: list[str]) -> None:
+    """Layers by marker size (grey: their colour is their nodes' class), then the object classes with their
+    colours (most common first, "…and N more"), then the highlight colour."""
+    from matplotlib.lines import Line2D
+
+    def marker(color: tuple[float, float, float], rank: int, text: str) -> Line2D:
+        size = float(np.sqrt(_marker_area(rank)))
+        return Line2D([], [], linestyle="", marker="o", markersize=size, color=color, label=text)
+
+    grey = (0.55, 0.55, 0.55)
+    handles = [
+        marker(grey, layer.rank, f"{layer.label} ({len(layer.symbols)})") for layer in lay.layers.values()
+    ]
+    counts: dict[str, int] = {}
+    for node in graph.nodes(ont.OBJECT):
+        counts[node.class_name] = counts.get(node.class_name, 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    handles += [marker(_rgb(class_color(name)), 20, f"{name} ({n})") for name, n in ordered[:LEGEND_CLASSES]]
+    if len(ordered) > LEGEND_CLASSES:
+        handles.append(
+            Line2D([], [], linestyle="", label=f"…and {len(ordered) - LEGEND_CLASSES} more classes")
+        )
+    if marked:
+        handles.append(marker(_rgb(HIGHLIGHT), 40, "answer"))
+    ax.legend(handles=handles, loc="upper left", fontsize=6, ncol=2 if len(handles) > 12 else 1)
 
 
 def _marker_area(rank: int) -> float:
@@ -234,6 +252,7 @@ def html_payload(graph: SceneGraph, lay: SceneLayout, marked: list[str], title: 
         "summary": graph.summary(),
         "layers": [{"label": layer.label, "count": len(layer.symbols)} for layer in lay.layers.values()],
         "edgeTypes": [{"name": t, "color": hex_color(edge_color(t))} for t in edge_types],
+        "classes": _class_legend(graph),
         "nodes": nodes,
         "edges": edges,
         "boxes": boxes,
@@ -242,6 +261,21 @@ def html_payload(graph: SceneGraph, lay: SceneLayout, marked: list[str], title: 
         "labelRank": 40,
         "ranks": {layer.label: layer.rank for layer in lay.layers.values()},
     }
+
+
+def _class_legend(graph: SceneGraph, limit: int = 24) -> list[dict[str, Any]]:
+    """Object classes with their colours and counts, most common first (at most ``limit``; the last
+    entry counts the rest)."""
+    counts: dict[str, int] = {}
+    for node in graph.nodes(ont.OBJECT):
+        counts[node.class_name] = counts.get(node.class_name, 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    out: list[dict[str, Any]] = [
+        {"name": name, "count": n, "color": hex_color(class_color(name))} for name, n in ordered[:limit]
+    ]
+    if len(ordered) > limit:
+        out.append({"name": f"…and {len(ordered) - limit} more classes", "count": None, "color": None})
+    return out
 
 
 def export_html(
@@ -297,6 +331,7 @@ _HTML_TEMPLATE = """<!doctype html>
   <div id="answer"></div>
   <h3>Layers</h3><div id="layers"></div>
   <h3>Edges</h3><div id="edgeTypes"></div>
+  <h3>Object classes</h3><div id="classes" class="dim"></div>
   <label><input type="checkbox" id="boxes" checked> bounding boxes</label>
   <h3>Selection</h3><div id="selection" class="dim">click a node</div>
   <p class="dim">drag: orbit · shift+drag: pan · wheel: zoom</p>
@@ -443,6 +478,8 @@ _HTML_TEMPLATE = """<!doctype html>
   toggles("layers", data.layers.map(l => ({ key: l.label, l })), shownLayer, it => " " + esc(it.l.label) + " (" + it.l.count + ")");
   toggles("edgeTypes", data.edgeTypes.map(t => ({ key: t.name, t })), shownEdge,
           it => ' <span class="swatch" style="background:' + it.t.color + '"></span>' + esc(it.t.name));
+  document.getElementById("classes").innerHTML = data.classes.map(c => c.color === null ? "<div>" + esc(c.name) + "</div>" :
+    '<div><span class="swatch" style="background:' + c.color + '"></span>' + esc(c.name) + " (" + c.count + ")</div>").join("");
   document.getElementById("boxes").addEventListener("change", e => { showBoxes = e.target.checked; draw(); });
   document.getElementById("summary").textContent = data.summary;
   if (data.highlight.length) {

@@ -9,6 +9,7 @@ worker thread (one at a time); the store is only ever read.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -21,11 +22,12 @@ import numpy as np
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
+from scenerag.progress import ProgressChatModel
 from scenerag.serve.config import is_loopback
 from scenerag.serve.llm_provider import ChatModelProvider, LlmSource
 from scenerag.serve.store_access import StoreAccess
-from scenerag.viz.layout import SceneLayout, compute_layout, edge_colors
-from scenerag.viz.style import HIGHLIGHT, SELECTED
+from scenerag.viz.layout import CameraView, SceneLayout, compute_layout, edge_colors, fit_camera
+from scenerag.viz.style import HIGHLIGHT, SELECTED, class_color, hex_color
 
 if TYPE_CHECKING:
     import viser
@@ -37,6 +39,12 @@ DEFAULT_VIEWER_PORT = 8080
 #: labels are always shown for layers at or above this rank (rooms, floors, buildings)
 LABELED_RANK = 40
 MAX_LISTED_ROWS = 20
+#: children listed in a selection's details, classes in the legend, symbols in "highlighted: ..."
+MAX_LISTED_CHILDREN = 12
+MAX_LEGEND_CLASSES = 24
+MAX_LISTED_HIGHLIGHTS = 30
+#: highlighted nodes that get a text label in the scene
+MAX_HIGHLIGHT_LABELS = 50
 _SYMBOL = re.compile(r"^[A-Za-z][A-Za-z0-9_]*\d$")
 
 
@@ -70,6 +78,57 @@ def symbols_in(value: Any, known: Iterable[str] | None = None) -> list[str]:
 
 def _md_code(text: str) -> str:
     return "```\n" + text.replace("```", "'''") + "\n```"
+
+
+def listed(items: Sequence[str], limit: int, *, sep: str = ", ") -> str:
+    """``items`` joined, the first ``limit`` of them, then ``"…and N more"`` for the rest."""
+    shown = sep.join(items[:limit])
+    rest = len(items) - limit
+    return f"{shown}{sep}…and {rest} more" if rest > 0 else shown
+
+
+def unknown_symbols_error(missing: Sequence[str]) -> ViewerError:
+    """The error for highlight symbols the graph does not have (CLI: ``--highlight``)."""
+    return ViewerError(
+        f"cannot highlight {len(missing)} symbol(s) not in the graph: {listed(list(missing), 10)}",
+        hint="give node symbols of this graph, comma-separated (e.g. --highlight O3,R1); "
+        "`scenerag cypher` or `scenerag search` finds them",
+    )
+
+
+def legend_html(graph: SceneGraph, label: str = ont.OBJECT, limit: int = MAX_LEGEND_CLASSES) -> str:
+    """An HTML legend of ``label``'s classes: a colour swatch, the class and its count, most common first;
+    past ``limit`` classes, "…and N more classes"; last the highlight colour."""
+    from html import escape
+
+    counts: dict[str, int] = {}
+    for node in graph.nodes(label):
+        counts[node.class_name] = counts.get(node.class_name, 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    row = (
+        '<div style="display:flex;align-items:center;gap:6px;font-size:0.85em;line-height:1.45">'
+        '<span style="display:inline-block;width:11px;height:11px;border-radius:50%;background:{color}">'
+        "</span>{text}</div>"
+    )
+    rows = [
+        row.format(color=hex_color(class_color(name)), text=f"{escape(name)} ({n})")
+        for name, n in ordered[:limit]
+    ]
+    if len(ordered) > limit:
+        rows.append(f'<div style="font-size:0.85em">…and {len(ordered) - limit} more classes</div>')
+    rows.append(row.format(color=hex_color(HIGHLIGHT), text="answer / highlight"))
+    return "<div>" + "".join(rows) + "</div>"
+
+
+class _AnswerProgress:
+    """Shows the agent's current stage in the answer box while a question runs."""
+
+    def __init__(self, box: Any, question: str) -> None:
+        self.box = box
+        self.question = question
+
+    def stage(self, name: str, detail: str = "") -> None:
+        self.box.content = f"_{name}{': ' + detail if detail else ''}…_  \n{self.question}"
 
 
 class SceneViewer:
@@ -123,6 +182,24 @@ class SceneViewer:
         except BaseException:
             self.stop()
             raise
+        self.model_ready = threading.Event()
+        if (
+            self._access is not None and self._models.configured
+        ):  # load the model now, not at the first question
+            threading.Thread(target=self._load_model, name="scenerag-viewer-model", daemon=True).start()
+
+    def _load_model(self) -> None:
+        """Load the chat model in the background; the answer box says when questions can be asked."""
+        self.answer_md.content = "_loading the language model…_"
+        try:
+            with self._models.session():
+                pass
+        except SceneRagError as exc:
+            self.answer_md.content = f"**the language model could not be loaded:** {exc}"
+            return
+        self.model_ready.set()
+        if self.last_result is None and self.answer_md.content.startswith("_loading"):
+            self.answer_md.content = self._ask_help()
 
     # -- scene -----------------------------------------------------------------------------------------
     @property
@@ -171,15 +248,14 @@ class SceneViewer:
                     position=tuple(float(v) for v in pos),
                     anchor="bottom-center",
                 )
+        self.camera: CameraView = fit_camera(self.layout)
+        initial = self.server.initial_camera
+        initial.fov = self.camera.fov
+        initial.up = self.camera.up
+        initial.look_at = self.camera.look_at
+        initial.position = self.camera.position
         low, high = self.layout.bounds()
-        center = (low + high) / 2.0
-        span = float(max(np.max(high - low), 1.0))
-        self.server.initial_camera.look_at = tuple(float(v) for v in center)
-        self.server.initial_camera.position = (
-            float(center[0] + 0.55 * span),
-            float(center[1] - 0.55 * span),
-            float(center[2] + 0.5 * span),
-        )
+        initial.far = float(max(1000.0, 20.0 * np.max(high - low)))
 
         @scene.on_click()
         def _clicked(event: Any) -> None:
@@ -190,7 +266,10 @@ class SceneViewer:
     # -- GUI -------------------------------------------------------------------------------------------
     def _build_gui(self) -> None:
         gui = self.server.gui
-        gui.configure_theme(control_width="large")
+        gui.configure_theme(control_width="medium")
+        main_panel = getattr(gui, "main_panel", None)
+        if main_panel is not None:  # a docked panel sits beside the 3D view, never over the scene
+            main_panel.dock_right()
         summary = self.graph.summary()
         gui.add_markdown(f"**{self.graph.num_nodes} nodes, {self.graph.num_edges} edges**  \n{summary}")
         with gui.add_folder("Ask"):
@@ -212,6 +291,10 @@ class SceneViewer:
         with gui.add_folder("Selection"):
             self.selection_md = gui.add_markdown("_click a node_")
             clear = gui.add_button("Clear highlight")
+        self.legend: Any | None = None
+        if any(True for _ in self.graph.nodes(ont.OBJECT)):
+            with gui.add_folder("Legend: object classes"):
+                self.legend = gui.add_html(legend_html(self.graph))
         with gui.add_folder("Layers", expand_by_default=False):
             for label, handle in self.node_handles.items():
                 self._visibility_toggle(f"{label} ({len(self.layout.layers[label].symbols)})", [handle])
@@ -256,7 +339,8 @@ class SceneViewer:
         return tuple(int(c) for c in colors[index])  # type: ignore[return-value]
 
     def highlight(self, symbols: Iterable[str]) -> list[str]:
-        """Draw ``symbols`` (those in the graph) in the highlight colour, larger and labelled; returns them."""
+        """Draw ``symbols`` (those in the graph) in the highlight colour and larger, each with a pin: a line
+        up to a labelled head above the top layer (seen from above, nothing can hide it); returns them."""
         wanted = [s for s in dict.fromkeys(symbols) if s in self.layout.positions]
         with self._state, self.server.atomic():
             self._reset_colors()
@@ -284,16 +368,37 @@ class SceneViewer:
                         precision="float32",
                     )
                 )
-            for symbol in wanted[:50]:
-                node = self.graph.node(symbol)
-                self._highlight_handles.append(
-                    self.server.scene.add_label(
-                        f"/highlight/labels/{symbol}",
-                        f"{symbol} {node.class_name}",
-                        position=tuple(float(v) for v in self.layout.positions[symbol]),
-                        anchor="bottom-center",
+            if wanted:  # pins: a line up from each node to a head above every layer, where nothing hides it
+                heads = self.layout.pin_heads(wanted)
+                feet = np.asarray([self.layout.positions[s] for s in wanted], np.float32)
+                self._highlight_handles += [
+                    self.server.scene.add_line_segments(
+                        "/highlight/pins",
+                        np.stack([feet, heads], axis=1),
+                        HIGHLIGHT,
+                        thickness=2.0,
+                        thickness_units="screen",
+                    ),
+                    self.server.scene.add_point_cloud(
+                        "/highlight/heads",
+                        heads,
+                        HIGHLIGHT,
+                        point_size=2.0 * self.layout.pin_radius(),
+                        point_shape="circle",
+                        point_shading="flat",
+                        precision="float32",
+                    ),
+                ]
+                for symbol, head in list(zip(wanted, heads, strict=True))[:MAX_HIGHLIGHT_LABELS]:
+                    node = self.graph.node(symbol)
+                    self._highlight_handles.append(
+                        self.server.scene.add_label(
+                            f"/highlight/labels/{symbol}",
+                            f"{symbol} {node.class_name}",
+                            position=tuple(float(v) for v in head),
+                            anchor="bottom-center",
+                        )
                     )
-                )
             self.highlighted = wanted
         return wanted
 
@@ -319,7 +424,9 @@ class SceneViewer:
         if parents:
             lines.append("in " + ", ".join(parents))
         if children:
-            lines.append(f"contains {len(children)}: " + ", ".join(c.symbol for c in children[:12]))
+            lines.append(
+                f"contains {len(children)}: " + listed([c.symbol for c in children], MAX_LISTED_CHILDREN)
+            )
         text = "  \n".join(lines)
         with self._state:
             for handle in self._selection_handles:
@@ -362,10 +469,14 @@ class SceneViewer:
         if not text:
             raise ViewerError("the question is empty")
         self.answer_md.content = f"_running:_ {text}"
+        progress = _AnswerProgress(self.answer_md, text)
         try:
             with self._models.session() as model:
                 agent = CypherAgent(
-                    model, access.read_only(), CypherAgentConfig(max_tool_calls=self.max_tool_calls)
+                    ProgressChatModel(model, progress),
+                    access.read_only(),
+                    CypherAgentConfig(max_tool_calls=self.max_tool_calls),
+                    progress=progress,
                 )
                 result = agent.run(text)
         except SceneRagError as exc:
@@ -394,7 +505,7 @@ class SceneViewer:
         for i, tool in enumerate(result.tools, 1):
             status = f"{tool.rows} row(s)" if tool.ok else f"error: {(tool.error or '').splitlines()[0]}"
             parts.append(f"query {i} ({status}):\n{_md_code(tool.ran or tool.input)}")
-        parts.append(f"highlighted: {', '.join(shown) if shown else 'none'}")
+        parts.append(f"highlighted: {listed(shown, MAX_LISTED_HIGHLIGHTS) if shown else 'none'}")
         u = result.usage
         parts.append(
             f"_{result.llm_calls} LLM call(s), {u.input_tokens}/{u.output_tokens} tokens, {result.wall_s:.1f} s_"
@@ -411,7 +522,9 @@ class SceneViewer:
         ]
         for row in result.rows[:MAX_LISTED_ROWS]:
             lines.append("- " + ", ".join(f"{k}: {v}" for k, v in row.items()))
-        lines.append(f"highlighted: {', '.join(shown) if shown else 'none'}")
+        if len(result.rows) > MAX_LISTED_ROWS:
+            lines.append(f"…and {len(result.rows) - MAX_LISTED_ROWS} more rows")
+        lines.append(f"highlighted: {listed(shown, MAX_LISTED_HIGHLIGHTS) if shown else 'none'}")
         self.cypher_md.content = "  \n".join(lines)
         self.last_query = result  # set last: watchers see a fully updated GUI
         return result
@@ -442,11 +555,13 @@ def run_viewer(
     layer_gap: float | None = None,
     max_tool_calls: int = 5,
     allow_remote: bool = False,
+    highlight: Iterable[str] = (),
 ) -> SceneViewer:
     """Open ``db`` (directory, Bolt URI or open store), read its graph and serve the viewer.
 
-    With ``block`` (the CLI), serve until interrupted, then stop and close the store it opened; without,
-    return the running viewer (the caller stops it, and closes the store if it passed an open one).
+    ``highlight``: symbols drawn highlighted from the start (unknown ones raise ``ViewerError`` naming
+    them). With ``block`` (the CLI), serve until interrupted, then stop and close the store it opened;
+    without, return the running viewer (the caller stops it, and closes the store if it passed an open one).
     """
     from scenerag.store.base import CypherStore
     from scenerag.viz.store_graph import scene_graph_from_store
@@ -455,13 +570,17 @@ def run_viewer(
         raise ViewerError(f"refusing to serve the viewer on {host!r}: the viewer has no authentication")
     owned = not isinstance(db, CypherStore)
     if owned:
-        from scenerag.store import open_store
+        from scenerag.serve.share import open_store_or_shared
 
-        store = open_store(db, create=False)
+        store = open_store_or_shared(db, create=False)  # through `scenerag serve` if it holds the database
     else:
         store = db  # type: ignore[assignment]
     try:
         graph = scene_graph_from_store(store)
+        marked = list(dict.fromkeys(highlight))
+        missing = [symbol for symbol in marked if symbol not in graph]
+        if missing:
+            raise unknown_symbols_error(missing)
         viewer = SceneViewer(
             graph,
             store=store,
@@ -476,12 +595,18 @@ def run_viewer(
         if owned:
             store.close()
         raise
+    if marked:
+        viewer.highlight(marked)
     if not block:
         return viewer
     stop = threading.Event()
     try:
         print(f"scenerag viewer: {viewer.url}  ({graph.summary()}); Ctrl-C to stop", flush=True)
-        stop.wait()
+        from scenerag.serve.share import share_store
+
+        # other scenerag commands on this database go through the viewer while it holds it
+        with share_store(store, db) if owned else contextlib.nullcontext():  # type: ignore[arg-type]
+            stop.wait()
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,0 +1,445 @@
+"""Soak test of ``scenerag serve`` under a mixed load: does the server stay responsive?
+
+A real server process (``python -m scenerag.serve``, loopback only, no rate limit, no model) serves the
+Hydra example graph. ``--clients`` threads (default 8) each send, for ``--phases`` x ``--phase-s`` seconds, a
+repeating mix of ``POST /cypher`` requests (or MCP ``cypher_query`` calls with ``--transport mcp``):
+
+* ``good``: point lookups by symbol, 1-hop neighbours, containment counts, class listings;
+* ``syntax``: parse errors; ``unknown``: an unknown label (both answered before the queue);
+* ``write``: writes, refused (403) by a read-only server;
+* ``allpairs``: every pair of mesh places (cut at the 1,000-row cap);
+* ``slow``: a four-way cartesian count with a distance filter, asking ``timeout_s: 3``.
+
+A poller sends ``GET /health`` every ``--health-interval`` seconds (10 s client timeout). Printed per phase:
+status counts and p50/p95 latency per kind, health latency, and the server's RSS; at the end, whether the
+graph is intact and the issue's bars. The record goes to ``benchmarks/results/server_soak.json``.
+
+``--server-src DIR`` runs the server from another source tree (e.g. ``/work/main/src`` for a before/after);
+run it under ``flock /tmp/scenerag-heavy.lock`` on a shared machine. Usage::
+
+    .venv/bin/python benchmarks/server_soak.py                       # 3 x 40 s, 8 clients
+    .venv/bin/python benchmarks/server_soak.py --phases 1 --phase-s 20 --record -
+    .venv/bin/python benchmarks/server_soak.py --transport mcp --record benchmarks/results/server_soak-mcp.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import random
+import re
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from bench_record import BenchRecord, add_record_argument
+from scenerag.graph import read_scene_graph
+from scenerag.graph.model import SceneGraph
+from scenerag.store import open_store
+from server_bench import start_server
+
+DATA = Path(os.environ.get("SCENERAG_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+DEFAULT_GRAPH = DATA / "hydra_small_indoor_dsg.json"
+SLOW_TIMEOUT_S = 3.0
+#: request kinds and how many of each one cycle of the mix holds
+MIX = {"good": 4, "syntax": 1, "unknown": 1, "write": 1, "allpairs": 1, "slow": 1}
+SLOW = (
+    "MATCH (a:MeshPlace), (b:MeshPlace), (c:MeshPlace), (d:MeshPlace) "
+    "WHERE point.distance(a.center, b.center) + point.distance(c.center, d.center) > 1000 RETURN count(*) AS n"
+)
+ALL_PAIRS = "MATCH (a:MeshPlace), (b:MeshPlace) RETURN a.nodeSymbol AS a, b.nodeSymbol AS b"
+TOTALS = (
+    "MATCH (n) WITH count(n) AS nodes, count(DISTINCT n.nodeSymbol) AS symbols "
+    "MATCH ()-[r]->() RETURN nodes, symbols, count(r) AS rels"
+)
+BARS = {
+    "health_p99_ms": 100.0,
+    "good_p95_ms": 1000.0,
+    "parse_error_p95_ms": 50.0,
+    "slow_max_ms": 4000.0,
+    "rss_spread_mib": 50.0,
+}
+
+
+def percentile(samples: list[float], q: float) -> float:
+    if not samples:
+        return math.nan
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def request_bodies(graph: SceneGraph, seed: int) -> itertools.cycle[tuple[str, dict[str, Any]]]:
+    """One client's endless, shuffled-per-cycle sequence of (kind, /cypher body)."""
+    rng = random.Random(seed)
+    objects = [n.symbol for n in graph.nodes("Object")]
+    places = [n.symbol for n in graph.nodes("MeshPlace")]
+    rooms = [n.symbol for n in graph.nodes("Room")]
+    classes = sorted({n.class_name for n in graph.nodes("Object")})
+
+    def good() -> dict[str, Any]:
+        choice = rng.randrange(4)
+        if choice == 0:
+            return {
+                "query": "MATCH (o:Object {nodeSymbol: $s}) RETURN o.class AS c, o.center AS p",
+                "params": {"s": rng.choice(objects)},
+            }
+        if choice == 1:
+            return {
+                "query": "MATCH (p:MeshPlace {nodeSymbol: $s})-[:MESH_PLACE_CONNECTED]-(q) RETURN q.nodeSymbol AS s",
+                "params": {"s": rng.choice(places)},
+            }
+        if choice == 2:
+            return {
+                "query": "MATCH (r:Room {nodeSymbol: $s})-[:CONTAINS]->(p:MeshPlace) RETURN count(p) AS n",
+                "params": {"s": rng.choice(rooms)},
+            }
+        return {
+            "query": "MATCH (o:Object {class: $c}) RETURN o.nodeSymbol AS s ORDER BY s",
+            "params": {"c": rng.choice(classes)},
+        }
+
+    fixed = {
+        "syntax": [{"query": "MATCH (o:Object RETURN o"}, {"query": "MATCH (n) RETRUN n LIMIT 3"}],
+        "unknown": [{"query": "MATCH (o:Objekt) RETURN o.nodeSymbol"}, {"query": "MATCH (r:Rooms) RETURN r"}],
+        "write": [
+            {"query": "CREATE (:Object {nodeSymbol: 'O999999', class: 'box'})", "write": True},
+            {"query": "MATCH (o:Object) DETACH DELETE o"},
+        ],
+        "allpairs": [{"query": ALL_PAIRS}],
+        "slow": [{"query": SLOW, "timeout_s": SLOW_TIMEOUT_S}],
+    }
+
+    def cycle() -> list[tuple[str, dict[str, Any]]]:
+        out = [
+            (kind, good() if kind == "good" else rng.choice(fixed[kind]))
+            for kind, count in MIX.items()
+            for _ in range(count)
+        ]
+        rng.shuffle(out)
+        return out
+
+    def endless() -> Any:
+        while True:
+            yield from cycle()
+
+    return endless()  # type: ignore[return-value]
+
+
+@dataclass
+class Phase:
+    """What one phase measured."""
+
+    index: int
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    health_ms: list[float] = field(default_factory=list)
+    health_status: Counter[str] = field(default_factory=Counter)
+    rss_mib: float | None = None
+    rss_samples: list[float] = field(default_factory=list)
+    rss_parts: dict[str, float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, kind: str, status: str, ms: float) -> None:
+        with self.lock:
+            self.latencies[kind].append(ms)
+            self.statuses[kind][status] += 1
+
+    def summary(self) -> dict[str, Any]:
+        kinds = {
+            kind: {
+                "n": len(ms),
+                "status": dict(sorted(self.statuses[kind].items())),
+                "p50_ms": round(percentile(ms, 0.5), 1),
+                "p95_ms": round(percentile(ms, 0.95), 1),
+                "max_ms": round(max(ms), 1),
+            }
+            for kind, ms in sorted(self.latencies.items())
+        }
+        return {
+            "phase": self.index,
+            "kinds": kinds,
+            "health": {
+                "n": len(self.health_ms),
+                "status": dict(self.health_status),
+                "p50_ms": round(percentile(self.health_ms, 0.5), 1),
+                "p95_ms": round(percentile(self.health_ms, 0.95), 1),
+                "p99_ms": round(percentile(self.health_ms, 0.99), 1),
+                "max_ms": round(max(self.health_ms, default=math.nan), 1),
+            },
+            "rss_mib": self.rss_mib,
+            "rss_range_mib": [min(self.rss_samples), max(self.rss_samples)] if self.rss_samples else None,
+            "rss_parts_mib": self.rss_parts,
+        }
+
+
+def rss_breakdown(pid: int) -> dict[str, float]:
+    """The server's resident memory by kind of mapping (MiB): anonymous memory (the JVM heap, whose
+    committed parts are separate mappings, malloc arenas, thread stacks, JIT code, metaspace), the brk
+    heap (Python's small objects), and file-backed pages (libraries, the database files)."""
+    out = {"anon": 0.0, "brk_heap": 0.0, "files": 0.0}
+    try:
+        text = Path(f"/proc/{pid}/smaps").read_text()
+    except OSError:
+        return out
+    kind = "anon"
+    for line in text.splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5:  # a mapping's header line
+            name = head[5] if len(head) > 5 else ""
+            kind = "brk_heap" if name == "[heap]" else "files" if name.startswith("/") else "anon"
+        elif line.startswith("Rss:"):
+            out[kind] += int(head[1]) / 1024
+    return {k: round(v, 1) for k, v in out.items()}
+
+
+def rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+class McpCaller:
+    """``cypher_query`` over MCP streamable HTTP (stateless JSON responses), one JSON-RPC POST per call."""
+
+    def __init__(self, client: httpx2.Client) -> None:
+        self.client = client
+        self.ids = itertools.count(1)
+        self.headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+    def call(self, body: dict[str, Any], timeout: float) -> tuple[str, dict[str, Any]]:
+        arguments = {"query": body["query"], "params": body.get("params") or {}}
+        if "timeout_s" in body:
+            arguments["timeout_s"] = body["timeout_s"]
+        message = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": "tools/call",
+            "params": {"name": "cypher_query", "arguments": arguments},
+        }
+        r = self.client.post("/mcp", json=message, headers=self.headers, timeout=timeout)
+        if r.status_code != 200:
+            return str(r.status_code), {}
+        payload = r.json()
+        result = payload.get("result") or {}
+        if "error" in payload:
+            return "rpc_error", payload
+        if result.get("isError"):
+            text = " ".join(c.get("text", "") for c in result.get("content", []))
+            return f"tool_error:{tool_error_kind(text)}", result
+        return "ok", result
+
+
+def tool_error_kind(text: str) -> str:
+    """The kind a tool error names: 'Error executing tool cypher_query: syntax error: ...' -> 'syntax'."""
+    match = re.search(r"cypher_query: (\w+)", text)
+    return match.group(1) if match else "?"
+
+
+def run_phase(
+    url: str, graph: SceneGraph, args: argparse.Namespace, phase: Phase, seed: int, server_pid: int
+) -> None:
+    stop = time.monotonic() + args.phase_s
+
+    def client(index: int) -> None:
+        bodies = request_bodies(graph, seed * 100 + index)
+        with httpx2.Client(base_url=url, timeout=30) as c:
+            mcp = McpCaller(c) if args.transport == "mcp" else None
+            while time.monotonic() < stop:
+                kind, body = next(bodies)
+                t0 = time.perf_counter()
+                try:
+                    if mcp is not None:
+                        status, _ = mcp.call(body, 30)
+                    else:
+                        status = str(c.post("/cypher", json=body).status_code)
+                except httpx2.TimeoutException:
+                    status = "client_timeout"
+                except httpx2.HTTPError as exc:
+                    status = type(exc).__name__
+                phase.add(kind, status, (time.perf_counter() - t0) * 1000.0)
+
+    def poll_health() -> None:
+        with httpx2.Client(base_url=url, timeout=10) as c:
+            while time.monotonic() < stop:
+                t0 = time.perf_counter()
+                try:
+                    status = str(c.get("/health").status_code)
+                except httpx2.TimeoutException:
+                    status = "client_timeout"
+                except httpx2.HTTPError as exc:
+                    status = type(exc).__name__
+                ms = (time.perf_counter() - t0) * 1000.0
+                rss = rss_mib(server_pid)
+                with phase.lock:
+                    phase.health_ms.append(ms)
+                    phase.health_status[status] += 1
+                    if rss is not None:
+                        phase.rss_samples.append(rss)
+                time.sleep(max(0.0, args.health_interval - ms / 1000.0))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
+    threads.append(threading.Thread(target=poll_health))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    phase.rss_mib = rss_mib(server_pid)
+    phase.rss_parts = rss_breakdown(server_pid)
+
+
+def print_phase(summary: dict[str, Any]) -> None:
+    low, high = summary["rss_range_mib"] or (None, None)
+    parts = ", ".join(f"{k} {v:.0f}" for k, v in summary["rss_parts_mib"].items())
+    print(
+        f"\nphase {summary['phase']} (server RSS {summary['rss_mib']} MiB at the end: {parts}; {low}-{high} during)"
+    )
+    print(f"  {'kind':<9} {'n':>5} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}  statuses")
+    for kind, k in summary["kinds"].items():
+        statuses = ", ".join(f"{s}: {n}" for s, n in k["status"].items())
+        print(
+            f"  {kind:<9} {k['n']:>5} {k['p50_ms']:>9.1f} {k['p95_ms']:>9.1f} {k['max_ms']:>9.1f}  {statuses}"
+        )
+    h = summary["health"]
+    statuses = ", ".join(f"{s}: {n}" for s, n in h["status"].items())
+    print(
+        f"  {'/health':<9} {h['n']:>5} {h['p50_ms']:>9.1f} {h['p95_ms']:>9.1f} {h['max_ms']:>9.1f}  "
+        f"{statuses}; p99 {h['p99_ms']:.1f} ms"
+    )
+
+
+def totals(url: str) -> dict[str, int]:
+    with httpx2.Client(base_url=url, timeout=60) as c:
+        r = c.post("/cypher", json={"query": TOTALS})
+        r.raise_for_status()
+        return {k: int(v) for k, v in r.json()["rows"][0].items()}
+
+
+def start_soak_server(db: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
+    """The server under test: no rate limit, no model; from ``--server-src`` when given."""
+    env = dict(os.environ)
+    if args.server_src:
+        env["PYTHONPATH"] = str(Path(args.server_src).resolve())
+    extra = ["--query-slots", str(args.query_slots)] if args.query_slots else []
+    return start_server(db, "--rate-limit", "0", "--llm", "none", *extra, env=env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--graph", type=Path, default=DEFAULT_GRAPH, help="scene-graph file (Hydra example)")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--phases", type=int, default=3)
+    parser.add_argument("--phase-s", type=float, default=40.0)
+    parser.add_argument("--health-interval", type=float, default=1.0)
+    parser.add_argument("--transport", choices=("http", "mcp"), default="http")
+    parser.add_argument(
+        "--query-slots", type=int, default=None, help="server's --query-slots (default: cores)"
+    )
+    parser.add_argument(
+        "--server-src", default=None, help="run the server from this source tree (PYTHONPATH)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    add_record_argument(parser)
+    args = parser.parse_args()
+    record = BenchRecord(args, perception="none", llm="none", transport=args.transport, mix=MIX)
+    graph = read_scene_graph(args.graph)
+    print(
+        f"soak: {args.clients} clients x {args.phases} phases x {args.phase_s:g} s over {args.transport}, "
+        f"graph {graph.summary()}; load average {os.getloadavg()[0]:.2f}"
+    )
+    with tempfile.TemporaryDirectory(prefix="scenerag-soak-") as tmp:
+        db = Path(tmp) / "db"
+        with open_store(db) as store:
+            store.load(graph)
+        server, url = start_soak_server(db, args)
+        try:
+            before = totals(url)
+            summaries = []
+            for i in range(args.phases):
+                phase = Phase(i + 1)
+                run_phase(url, graph, args, phase, args.seed + i, server.pid)
+                summaries.append(phase.summary())
+                print_phase(summaries[-1])
+            after = totals(url)
+            with httpx2.Client(base_url=url, timeout=10) as c:
+                health = c.get("/health").json()
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    intact = (
+        before
+        == after
+        == {
+            "nodes": graph.num_nodes,
+            "symbols": graph.num_nodes,
+            "rels": graph.num_edges,
+        }
+    )
+    print(f"\ngraph before {before}, after {after}: {'intact' if intact else 'CHANGED'}")
+
+    # bars, over all phases (per-phase figures above)
+    all_health = [s["health"]["p99_ms"] for s in summaries]
+    good = max(s["kinds"].get("good", {}).get("p95_ms", math.nan) for s in summaries)
+    parse = max(s["kinds"].get("syntax", {}).get("p95_ms", math.nan) for s in summaries)
+    slow_max = max(s["kinds"].get("slow", {}).get("max_ms", math.nan) for s in summaries)
+    rss = [s["rss_mib"] for s in summaries if s["rss_mib"] is not None]
+    five_hundreds = sum(
+        n
+        for s in summaries
+        for k in s["kinds"].values()
+        for st, n in k["status"].items()
+        if st.startswith("5") and st not in ("503", "504")
+    )
+    checks = {
+        "health_p99_ms": (max(all_health), max(all_health) <= BARS["health_p99_ms"]),
+        "good_p95_ms": (good, good <= BARS["good_p95_ms"]),
+        "parse_error_p95_ms": (parse, parse <= BARS["parse_error_p95_ms"]),
+        "slow_max_ms": (slow_max, slow_max <= BARS["slow_max_ms"]),
+        "rss_spread_mib": (
+            max(rss) - min(rss) if rss else math.nan,
+            bool(rss) and max(rss) - min(rss) <= BARS["rss_spread_mib"],
+        ),
+        "graph_intact": (intact, intact),
+        "no_500": (five_hundreds, five_hundreds == 0),
+    }
+    print("\nbars (worst phase):")
+    for name, (value, ok) in checks.items():
+        bar = BARS.get(name)
+        shown = f"{value:.1f}" if isinstance(value, float) else str(value)
+        print(
+            f"  {name:<20} {shown:>10}  {'(bar ' + str(bar) + ')' if bar else '':<14} {'ok' if ok else 'MISSED'}"
+        )
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    record.results.update(
+        phases=summaries,
+        graph_before=before,
+        graph_after=after,
+        graph_intact=intact,
+        bars={
+            name: {"value": value, "bar": BARS.get(name), "met": ok} for name, (value, ok) in checks.items()
+        },
+        server_admission=health.get("details", {}).get("admission"),
+        server_src=args.server_src or "this checkout",
+    )
+    record.write()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The words of a language the agents read questions with, loaded from data files (``agents/words/``).
+
+Code in :mod:`scenerag.agents` holds no English and no class names of any graph: question words, stop
+words, the words that name each ontology layer and everyday synonyms of classes live in YAML files —
+``<lang>.yaml`` for the language, ``lexicon-<lang>.yaml`` for class synonyms of common indoor label spaces —
+and a graph or deployment adds its own lexicon files (:func:`load_words`'s ``extra``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scenerag.errors import SceneRagError
+
+__all__ = ["Words", "WordsError", "load_words"]
+
+WORDS_DIR = Path(__file__).with_name("words")
+
+
+class WordsError(SceneRagError):
+    """A words file that cannot be read: names the file and the key."""
+
+
+def _flat(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)):  # YAML reads an unquoted yes/no/on as a boolean
+        raise WordsError(f"expected words, got {value!r} (quote words such as 'yes', 'no', 'on' in YAML)")
+    out: list[str] = []
+    for v in value:
+        out.extend(_flat(v))
+    return out
+
+
+@dataclass(frozen=True)
+class Words:
+    """One language's words (lower-case)."""
+
+    lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    stop: frozenset[str] = frozenset()
+    not_entities: frozenset[str] = frozenset()
+    which: tuple[str, ...] = ()
+    yes_no_starts: tuple[str, ...] = ()
+    asks_more: tuple[str, ...] = ()
+    order_words: tuple[str, ...] = ()
+    pair_words: tuple[str, ...] = ()
+    position_words: tuple[str, ...] = ()
+    #: word -> the ontology labels it names ("mesh place" -> ("MeshPlace",)); () for a word naming any node
+    layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    floors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    answer_words: tuple[str, ...] = ()
+    mass_nouns: frozenset[str] = frozenset()
+    mass_noun_endings: tuple[str, ...] = ()
+    #: the answers to a yes/no question (for true, for false)
+    yes_no_answer: tuple[str, str] = ("yes", "no")
+    list_join: tuple[str, str] = (", ", " and ")
+    #: the planner's instructions and its example templates ({"q": ..., "plan": ...}) of the language
+    plan_intro: str = ""
+    plan_examples: tuple[Mapping[str, str], ...] = ()
+
+    def join(self, items: Sequence[str]) -> str:
+        """``items`` as one phrase ("R3", "R3 and R5", "R2, R3 and R5")."""
+        sep, last = self.list_join
+        return items[0] if len(items) == 1 else sep.join(items[:-1]) + last + items[-1]
+
+    def has_any(self, text: str, words: Iterable[str]) -> bool:
+        """Whether ``text`` holds one of ``words`` as whole words (case-insensitive)."""
+        return self.find_any(text, words) is not None
+
+    @staticmethod
+    def find_any(text: str, words: Iterable[str]) -> re.Match[str] | None:
+        alternatives = sorted((re.escape(w) for w in words if w), key=len, reverse=True)
+        if not alternatives:
+            return None
+        return re.search(rf"\b(?:{'|'.join(alternatives)})\b", text, re.I)
+
+    def starts_with_any(self, text: str, words: Iterable[str]) -> bool:
+        m = self.find_any(text, words)
+        return m is not None and not text[: m.start()].strip()
+
+    def is_yes_no(self, question: str) -> bool:
+        """Whether ``question`` only asks yes or no ("Are R1 and R5 connected?", not "Is there a bag? Which
+        one?"), or names the yes/no answers ("..., yes or no")."""
+        if all(self.has_any(question, [w]) for w in self.yes_no_answer):
+            return True
+        return self.starts_with_any(question, self.yes_no_starts) and not self.has_any(
+            question, self.asks_more
+        )
+
+    def yes_no(self, value: bool) -> str:
+        """The answer to a yes/no question for ``value``."""
+        return self.yes_no_answer[0] if value else self.yes_no_answer[1]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise WordsError(f"{path}: words file not found") from None
+    except yaml.YAMLError as exc:
+        raise WordsError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise WordsError(f"{path}: expected a mapping of word lists")
+    return data
+
+
+_LISTS = (
+    "stop",
+    "not_entities",
+    "which",
+    "yes_no_starts",
+    "asks_more",
+    "order_words",
+    "pair_words",
+    "position_words",
+    "answer_words",
+    "mass_nouns",
+    "mass_noun_endings",
+)
+
+
+def _merge(files: Sequence[Path]) -> Words:
+    lexicon: dict[str, tuple[str, ...]] = {}
+    lists: dict[str, list[str]] = {}
+    layers: dict[str, tuple[str, ...]] = {}
+    floors: dict[str, tuple[str, ...]] = {}
+    extra: dict[str, Any] = {}
+    for path in files:
+        data = _read(path)
+        for word, classes in (data.get("lexicon") or {}).items():
+            if not isinstance(word, str):
+                raise WordsError(f"{path}: lexicon: {word!r} is not a word")
+            lexicon[word.lower()] = tuple(c for c in _flat(classes))
+        for key in ("plan_intro", "plan_examples", "list_join", "yes_no_answer"):
+            if key in data:
+                extra[key] = data[key]
+        for key in _LISTS:
+            lists.setdefault(key, []).extend(w.lower() for w in _flat(data.get(key)))
+        for word, labels in (data.get("layer_words") or {}).items():
+            layers[str(word).lower()] = tuple(_flat(labels))
+        for key, names in (data.get("floors") or {}).items():
+            floors[str(key)] = tuple(w.lower() for w in _flat(names))
+    return Words(
+        lexicon=lexicon,
+        stop=frozenset(lists.get("stop", ())),
+        not_entities=frozenset(lists.get("not_entities", ())),
+        which=tuple(lists.get("which", ())),
+        yes_no_starts=tuple(lists.get("yes_no_starts", ())),
+        asks_more=tuple(lists.get("asks_more", ())),
+        order_words=tuple(lists.get("order_words", ())),
+        pair_words=tuple(lists.get("pair_words", ())),
+        position_words=tuple(lists.get("position_words", ())),
+        layer_words=layers,
+        floors=floors,
+        answer_words=tuple(lists.get("answer_words", ())),
+        mass_nouns=frozenset(lists.get("mass_nouns", ())),
+        mass_noun_endings=tuple(lists.get("mass_noun_endings", ())),
+        list_join=_join(extra.get("list_join")),
+        yes_no_answer=_pair(extra.get("yes_no_answer"), ("yes", "no")),
+        plan_intro=" ".join(str(extra.get("plan_intro", "")).split()),
+        plan_examples=tuple(dict(e) for e in extra.get("plan_examples") or ()),
+    )
+
+
+def _pair(value: Any, default: tuple[str, str]) -> tuple[str, str]:
+    words = _flat(value) if value is not None else []
+    return (words[0], words[1]) if len(words) == 2 else default
+
+
+def _join(value: Any) -> tuple[str, str]:
+    if isinstance(value, dict):
+        return (str(value.get("separator", ", ")), str(value.get("last", " and ")))
+    return (", ", " and ")
+
+
+@functools.lru_cache(maxsize=16)
+def _load(language: str, extra: tuple[str, ...]) -> Words:
+    files = [WORDS_DIR / f"{language}.yaml"]
+    lexicon = WORDS_DIR / f"lexicon-{language}.yaml"
+    if lexicon.exists():
+        files.append(lexicon)
+    files.extend(Path(p) for p in extra)
+    if not files[0].exists():
+        known = sorted(p.stem for p in WORDS_DIR.glob("*.yaml") if not p.stem.startswith("lexicon-"))
+        raise WordsError(f"no words for language {language!r} (have: {', '.join(known)})")
+    return _merge(files)
+
+
+def load_words(language: str = "en", extra: Iterable[str | Path] = ()) -> Words:
+    """The words of ``language`` with the lexicon files ``extra`` added (later files win for a word)."""
+    return _load(language, tuple(str(p) for p in extra))

@@ -1,0 +1,265 @@
+"""Execution-guided candidates, votes, corrections and typed plans of the Cypher agent, with a scripted model
+on the real Hydra graph (control flow only: that these features help is measured by benchmarks/agent_bench.py
+on question sets nobody tuned for)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import one_value as _one
+from conftest import scripted_agent
+from scenerag import SceneGraph
+from scenerag.agents.plan import PLAN_GRAMMAR, Plan, parse_plan, plan_problem
+from scenerag.agents.query_repair import (
+    bind_path_variable,
+    center_arguments,
+    choice_column_only,
+    drop_idle_with,
+    inline_patterns,
+    measure_the_counted_node,
+    merge_union_by_symbol,
+    split_subquery_alternatives,
+)
+from scenerag.agents.voting import Grade, Outcome, normal_answer, vote
+from scenerag.agents.words import WordsError, load_words
+from scenerag.lang import sldp_equal
+from scenerag.store import CypherStore, open_store
+
+LIGHT_NEAR_BIKE = (
+    "MATCH (l:Object {class: 'light'}), (b:Object {class: 'bicycle'}) "
+    "RETURN l.nodeSymbol ORDER BY point.distance(l.center, b.center) LIMIT 1"
+)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
+    s = open_store(tmp_path_factory.mktemp("candidates") / "db")
+    s.load(hydra_graph)
+    yield s
+    s.close()
+
+
+# -- votes -------------------------------------------------------------------------------------------------
+def test_the_best_grade_wins_then_the_most_shared_answer() -> None:
+    failed = Outcome("a", grade=Grade.FAILED)
+    empty = Outcome("b", answer="<>", grade=Grade.EMPTY)
+    first = Outcome("c", answer="<O1, O2>", grade=Grade.OK)
+    other = Outcome("d", answer="<O3>", grade=Grade.OK)
+    same = Outcome("e", answer="<O2, o1>", grade=Grade.OK)  # a set in another order and case: the same answer
+    assert vote([failed, empty]) is empty
+    assert vote([failed, first, other]) is first  # a tie: the earliest (the greedy reply)
+    assert vote([other, first, same]) is first  # two of three agree
+    assert vote([]) is None
+    assert normal_answer("[O1, O2]") != normal_answer("[O2, O1]")  # a list keeps its order
+    assert normal_answer("4.201") == normal_answer("4.2")
+
+
+def test_a_failing_greedy_query_is_outvoted_by_samples_of_the_same_prompt(store: CypherStore) -> None:
+    good = "MATCH (o:Object) RETURN count(o)"
+    agent, model = scripted_agent(store, ["MATCH (o:Object RETURN count(o)", good, good], candidates=3)
+    result = agent.run("How many objects are there?", answer_type="number")
+    assert result.answer == "65"
+    assert [c.temperature for c in model.calls] == [0.0, 0.7, 0.7]
+    assert all(len(c.messages) == 2 for c in model.calls)  # sampled again, not corrected
+    assert [c["grade"] for c in result.context["candidates"]] == ["failed", "ok", "ok"]
+
+
+def test_always_voting_takes_the_majority(store: CypherStore) -> None:
+    seats = "MATCH (o:Object {class: 'seating'}) RETURN count(o)"
+    signs = "MATCH (o:Object {class: 'sign'}) RETURN count(o)"
+    agent, model = scripted_agent(store, [signs, seats, seats], candidates=3, vote="always")
+    result = agent.run("How many seats are there?", answer_type="number")
+    assert result.answer == _one(store, seats.replace("count(o)", "count(o) AS n")) and len(model.calls) == 3
+
+
+def test_a_doubted_query_written_again_after_being_told_is_taken(store: CypherStore) -> None:
+    every = "MATCH (o:Object {class: 'sign'}) RETURN count(o)"  # ignores "in the lounge"
+    agent, model = scripted_agent(store, [every, every])
+    result = agent.run("How many signs are in the lounge?", answer_type="number")
+    assert "does not use it" in model.calls[1].messages[-1].content
+    assert result.answer == _one(store, every) and len(model.calls) == 2
+    assert any("kept" in note for note in result.context.get("rewrites", []))
+
+
+# -- plans -------------------------------------------------------------------------------------------------
+def test_plans_parse_and_their_grammar_allows_only_plans() -> None:
+    reply = "1. Which light is closest to the bike? 2. Which room is #1 in?"
+    assert parse_plan(reply) == Plan(("Which light is closest to the bike?", "Which room is #1 in?"))
+    assert parse_plan("one step") == Plan(()) and parse_plan("one step").single
+    assert parse_plan("1. Which light? 2. Which room?") is None  # the later step never uses #1
+    assert parse_plan("MATCH (n) RETURN n") is None
+    assert PLAN_GRAMMAR.accepts(reply) and PLAN_GRAMMAR.accepts("one step")
+    assert not PLAN_GRAMMAR.accepts("1. Which light is closest? 2. Which room is it in?")
+    assert not PLAN_GRAMMAR.accepts("Sure! Here is the plan.")
+
+
+def test_a_plan_that_is_no_decomposition_is_refused() -> None:
+    question = "Which room is O98 in?"
+    assert plan_problem(Plan((question, "Which room is #1 in?")), question)
+    assert plan_problem(Plan(("Which room is O12 in?", "Which room is #1 in?")), "In what room is the couch?")
+    ok = Plan(("Which light is closest to the bike?", "Which room is #1 in?"))
+    assert plan_problem(ok, "Which room is the light closest to the bike in?") is None
+
+
+def test_a_question_the_first_round_cannot_answer_is_planned(store: CypherStore) -> None:
+    light = _one(store, LIGHT_NEAR_BIKE)
+    room_query = (
+        f"MATCH (r:Room)-[:CONTAINS*]->(o:Object {{nodeSymbol: '{light}'}}) RETURN DISTINCT r.nodeSymbol"
+    )
+    room = _one(store, room_query)
+    agent, model = scripted_agent(
+        store,
+        [
+            LIGHT_NEAR_BIKE,  # the light itself for "which room": another layer, doubted
+            "1. Which light is closest to the bike? 2. Which room is #1 in?",
+            LIGHT_NEAR_BIKE,
+            room_query,
+        ],
+        plan=True,
+    )
+    question = "Which room is the light closest to the bike in?"
+    result = agent.run(question, answer_type="string")
+    assert sldp_equal(result.answer, room) and result.question == question
+    steps = result.context["steps"]
+    assert steps[0]["answer"] == f"<{light}>" and steps[1]["question"] == f"Which room is {light} in?"
+    assert f"Q: Which room is {light} in?" in model.calls[3].messages[-1].content
+    assert model.calls[1].grammar is None  # a scripted model cannot follow a grammar: none is sent
+    assert result.llm_calls == 4 and len(result.tools) == 3  # the first attempt and the plan both count
+
+
+def test_a_refused_plan_goes_back_to_correcting_the_query(store: CypherStore) -> None:
+    light = _one(store, LIGHT_NEAR_BIKE)
+    room_query = (
+        f"MATCH (r:Room)-[:CONTAINS*]->(o:Object {{nodeSymbol: '{light}'}}) RETURN DISTINCT r.nodeSymbol"
+    )
+    question = "Which room is the light closest to the bike in?"
+    agent, model = scripted_agent(
+        store, [LIGHT_NEAR_BIKE, f"1. {question} 2. Which room is #1 in?", room_query, room_query], plan=True
+    )
+    result = agent.run(question, answer_type="string")
+    assert sldp_equal(result.answer, _one(store, room_query)) and "steps" not in result.context
+    assert result.context["plan_tried"] == [[question, "Which room is #1 in?"]]
+    assert "asks which room" in model.calls[2].messages[-1].content  # the correction after the plan
+    # the room's query names the light by its symbol, not the classes the question uses: doubted, then kept
+    assert "does not use it" in model.calls[3].messages[-1].content
+
+
+# -- words ------------------------------------------------------------------------------------------------
+def test_the_language_is_data(tmp_path: Path) -> None:
+    words = load_words()
+    assert words.lexicon["couch"][0] == "seating" and "the" in words.stop
+    assert words.is_yes_no("Are R1 and R5 connected?") and not words.is_yes_no("Is there a bag? Which one?")
+    assert words.is_yes_no("Can the robot get from R1 to R4 without R2, yes or no")
+    assert not words.is_yes_no("Which rooms have no chairs?")
+    assert words.join(["R2", "R3", "R5"]) == "R2, R3 and R5" and words.yes_no(False) == "no"
+    extra = tmp_path / "site.yaml"
+    extra.write_text("lexicon:\n  couch: [sofa]\n  pouffe: [seating]\n")
+    site = load_words("en", [extra])
+    assert site.lexicon["couch"] == ("sofa",) and site.lexicon["pouffe"] == ("seating",)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("stop: [a, no]\n")  # YAML reads an unquoted no as false
+    with pytest.raises(WordsError, match="quote"):
+        load_words("en", [bad])
+    with pytest.raises(WordsError, match="no words for language"):
+        load_words("xx")
+
+
+# -- repairs of forms that cannot mean anything ------------------------------------------------------------
+def test_forms_that_cannot_mean_anything_are_rewritten(store: CypherStore) -> None:
+    fixed, notes = center_arguments(
+        "MATCH (a:Object {nodeSymbol: 'O43'}), (b:Object) RETURN point.distance((a.center.x, a.center.y, 0), "
+        "b.center)"
+    )
+    assert "point.distance(a.center, b.center)" in fixed and notes
+    counts = "MATCH (o:Object) WITH count(o) AS n1 MATCH (p:MeshPlace) WITH n1, count(p) AS n2"
+    fixed, notes = choice_column_only(
+        f"{counts} RETURN n1, n2, CASE WHEN n1 > n2 THEN 'objects' ELSE 'places' END"
+    )
+    assert fixed.endswith("RETURN CASE WHEN n1 > n2 THEN 'objects' ELSE 'places' END") and notes
+    union = (
+        "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) RETURN count(o) UNION "
+        "MATCH (r:Room {nodeSymbol: 'R2'})-[:CONTAINS*]->(o:Object) RETURN count(o)"
+    )
+    fixed, notes = merge_union_by_symbol(union)
+    assert "UNION" not in fixed and "['R5', 'R2']" in fixed and notes
+    both = _one(
+        store,
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE r.nodeSymbol IN ['R5', 'R2'] RETURN count(o) AS n",
+    )
+    assert _one(store, fixed) == both
+
+
+def test_a_pattern_written_as_an_argument_is_matched_first(store: CypherStore) -> None:
+    written = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'box'}) WITH r, point.distance(o.center, "
+        "(s:Object {nodeSymbol: 'O264'})) AS d ORDER BY d LIMIT 1 RETURN r.nodeSymbol"
+    )
+    fixed, notes = inline_patterns(written)
+    assert fixed.startswith("MATCH (s:Object {nodeSymbol: 'O264'}), (r:Room)") and notes
+    assert "point.distance(o.center, s.center)" in fixed
+    nearest_box_room = _one(
+        store,
+        "MATCH (s:Object {nodeSymbol: 'O264'}), (r:Room)-[:CONTAINS*]->(o:Object {class: 'box'}) "
+        "RETURN r.nodeSymbol AS room ORDER BY point.distance(o.center, s.center) LIMIT 1",
+    )
+    assert _one(store, fixed) == nearest_box_room
+    bound = "MATCH (s:Object {nodeSymbol: 'O264'}) RETURN point.distance((s:Object).center, s.center)"
+    assert inline_patterns(bound) == (bound, [])  # s has a pattern of its own: left to the check
+
+
+def test_alternatives_inside_one_subquery_become_one_subquery_each(store: CypherStore) -> None:
+    written = (
+        "MATCH (r:Room {class: 'hallway'}) WHERE NOT EXISTS { MATCH (r)-[:CONTAINS*]->(:Object {class: 'bed'}) "
+        "OR MATCH (r)-[:CONTAINS*]->(:Object {class: 'bag'}) } RETURN r.nodeSymbol AS s"
+    )
+    fixed, notes = split_subquery_alternatives(written)
+    assert notes and "NOT (EXISTS {" in fixed and "} OR EXISTS {" in fixed
+    expected = store.query(
+        "MATCH (r:Room {class: 'hallway'}) WHERE NOT EXISTS { MATCH (r)-[:CONTAINS*]->(o:Object) "
+        "WHERE o.class IN ['bed', 'bag'] } RETURN r.nodeSymbol AS s"
+    ).rows
+    assert sorted(r["s"] for r in store.query(fixed).rows) == sorted(r["s"] for r in expected)
+    single = "MATCH (r:Room) WHERE EXISTS { MATCH (r)-[:CONTAINS*]->(:Object) } RETURN r"
+    assert split_subquery_alternatives(single) == (single, [])
+
+
+def test_a_spent_time_budget_starts_no_new_round(store: CypherStore) -> None:
+    broken = "MATCH (o:Object RETURN count(o)"
+    agent, model = scripted_agent(store, [broken, "MATCH (o:Object) RETURN count(o)"], time_budget_s=0.0)
+    result = agent.run("How many objects are there?", answer_type="number")
+    assert len(model.calls) == 1 and result.context["out_of_time"]  # no correction (an example may answer)
+    agent, model = scripted_agent(store, [broken, "MATCH (o:Object) RETURN count(o)"])
+    assert agent.run("How many objects are there?", answer_type="number").answer == "65"
+
+
+def test_forms_that_break_a_query_the_model_meant(store: CypherStore) -> None:
+    # a path's length asked of a path never bound: the shortest path of the one variable-length pattern
+    fixed, notes = bind_path_variable(
+        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'})-[:MESH_PLACE_CONNECTED*..200]-(b:MeshPlace "
+        "{nodeSymbol: 'P6219'}) RETURN length(s)"
+    )
+    assert notes and "MATCH s = shortestPath((a:MeshPlace" in fixed
+    assert _one(store, fixed) == _one(
+        store,
+        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'}), (b:MeshPlace {nodeSymbol: 'P6219'}) "
+        "MATCH s = shortestPath((a)-[:MESH_PLACE_CONNECTED*..200]-(b)) RETURN length(s)",
+    )
+    bound = "MATCH s = shortestPath((a:MeshPlace)-[:MESH_PLACE_CONNECTED*..9]-(b:MeshPlace)) RETURN length(s)"
+    assert bind_path_variable(bound) == (bound, [])
+    # a node measured against itself where another node is the one counted
+    fixed, notes = measure_the_counted_node(
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object) WHERE point.distance(r.center, r.center) < 2 "
+        "RETURN count(DISTINCT o)"
+    )
+    assert notes and "point.distance(o.center, r.center) < 2" in fixed and int(_one(store, fixed)) > 0
+    # a WITH computing nothing used later that drops a variable used later
+    fixed, notes = drop_idle_with(
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n "
+        "WHERE EXISTS { MATCH (p)-[:CONTAINS]->(:Object {class: 'seating'}) } RETURN count(DISTINCT p)"
+    )
+    assert notes and "WITH" not in fixed and int(_one(store, fixed)) > 0
+    used = "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n RETURN r.nodeSymbol, n"
+    assert drop_idle_with(used) == (used, [])
