@@ -4,17 +4,23 @@ Usage::
 
     .venv/bin/python benchmarks/embodied_bench.py                       # small local subset (see below)
     .venv/bin/python benchmarks/embodied_bench.py --tasks easy_02,easy_04 --agents embodiedrag-strict
-    .venv/bin/python benchmarks/embodied_bench.py --full --model openai:gpt-4o-mini   # the whole grid
+    .venv/bin/python benchmarks/embodied_bench.py --full --llm openai:gpt-4o-mini   # the whole grid
     .venv/bin/python benchmarks/embodied_bench.py --mode replay --tasks easy:3,hard:3 --distractors 1135
+    # a long run in parts, then one record:
+    .venv/bin/python benchmarks/embodied_bench.py --tasks easy:5 --record /tmp/part1.json ...
+    .venv/bin/python benchmarks/embodied_bench.py --merge /tmp/part1.json /tmp/part2.json
 
 ``--mode episodes`` (default) plays real episodes: the planner model decides every step. Without ``--full``
 it runs ``--tasks`` (default ``easy:2``) × ``--agents`` (default all five) at ``--distractors`` (default
-1135) with ``--max-steps`` (default 10): the slow local model cannot do more in reasonable time. ``--full``
-runs all 40 tasks × 5 agents × distractors 0/290/1135 with 25 steps. Prints one line per episode, then per
-agent: success rate (easy/hard), mean seconds per planning step (planner call) and per whole step
-(retrieval, self-query, environment included), cumulative planner tokens per episode (provider usage),
-total tokens with pre-retrieval/self-query, full-graph requests, and retrieval recall of the task's
-required object types (first step / ever during the episode).
+1135) with ``--max-steps`` (default 10). ``--full`` runs all 40 tasks × 5 agents × distractors
+0/290/1135 with 25 steps. Prints one line per step and per episode, then per agent and distractor setting:
+success rate (easy / hard / all), mean steps, planner tokens per step and per episode (provider usage),
+seconds per planner call (median; mean prompt evaluation vs generation, with the prompt tokens actually
+evaluated and the tokens generated, on local models), the median whole step (retrieval, self-query,
+planner, environment), full-graph requests, retrieval recall, overflows, and the episodes and failed steps
+by cause. Every retrieving agent's live trajectory is also replayed by Full-Mem (``--count-along``) and
+Full-Mem's prompts along it are counted with the model's tokenizer: Full-Mem's token cost where its
+prompts do not fit the context.
 
 ``--mode replay`` measures context size without model decisions: each agent follows the oracle solver's
 plan and every prompt it builds is counted with the model's tokenizer (``count_tokens``); pre-retrieval
@@ -23,7 +29,10 @@ no model call, to separate retrieval quality from the model's pre-retrieval). Pr
 the steps whose prompt exceeds the model's context window, the Full-Mem / strict ratio, and recall.
 
 Either mode writes its report and the run's conditions (mode, pre-retrieval, model, machine load) to
-``benchmarks/results/embodied_bench-<mode>.json`` (``--record PATH``; ``--out`` keeps its own full report).
+``benchmarks/results/embodied_bench-<mode>.json`` (``--record PATH``; ``--out`` keeps its own full report);
+finished episodes are appended as they end to a ``.episodes.jsonl`` beside ``--out`` (else the record).
+``--merge PART ...`` joins the records of an episodes run made in parts (each part's command, commit and
+machine load are kept) into one record and prints the joint table.
 """
 
 from __future__ import annotations
@@ -41,14 +50,18 @@ from scenerag.agents.embodied import (
     EpisodeResult,
     PlannerConfig,
     format_summary,
+    parse_agent_kind,
     run_benchmark,
     select_tasks,
     summarize,
 )
 from scenerag.agents.embodied.runner import (
     REPLAY_AGENTS,
+    CountedAlong,
     bench_models,
+    counted_ratios,
     episode_token_ratios,
+    format_counted,
     format_ratios,
     format_replay,
     run_replay_bench,
@@ -61,8 +74,25 @@ def log(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
+def print_episode_tables(episodes: list[EpisodeResult], counted: list[CountedAlong]) -> None:
+    print()
+    print(format_summary(summarize(episodes)))
+    for line in format_ratios(
+        episode_token_ratios(episodes), "full-mem / embodiedrag-strict planner tokens (provider usage)"
+    ):
+        print(line)
+    for line in format_counted(counted):
+        print(line)
+
+
 def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
-    planner_model, retrieval_model = bench_models(args.model)
+    options = {} if args.threads is None else {"n_threads": args.threads}
+    planner_model, retrieval_model = bench_models(args.model, **options)
+    count_along = (
+        [a for a in args.agents if parse_agent_kind(a).retrieves]
+        if args.count_along is None
+        else args.count_along
+    )
     config = BenchmarkConfig(
         agents=args.agents,
         tasks=args.tasks,
@@ -70,13 +100,15 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
         style=args.style,
         seed=args.seed,
         planner=PlannerConfig(max_steps=args.max_steps),
+        count_along=count_along,
     )
-    embedder = make_embedder("minilm", threads=1)
+    embedder = make_embedder(args.embedder, threads=1)
     log(
         f"model {planner_model.name}; agents {', '.join(a.value for a in config.agent_kinds())}; "
         f"tasks {', '.join(t.task_id for t in select_tasks(config.tasks))}; distractors {list(config.distractors)}"
     )
-    partial = args.out.with_suffix(".episodes.jsonl") if args.out is not None else None
+    keep_next_to = args.out if args.out is not None else None if args.record == "-" else Path(args.record)
+    partial = keep_next_to.with_suffix(".episodes.jsonl") if keep_next_to is not None else None
     if partial is not None:
         partial.parent.mkdir(parents=True, exist_ok=True)
         partial.write_text("")
@@ -89,13 +121,51 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
     report = run_benchmark(
         config, planner_model, embedder, retrieval_model=retrieval_model, progress=log, on_episode=keep
     )
-    print()
-    print(format_summary(summarize(report.episodes)))
-    for line in format_ratios(
-        episode_token_ratios(report.episodes), "full-mem / embodiedrag-strict planner tokens (provider usage)"
-    ):
-        print(line)
+    print_episode_tables(report.episodes, report.counted)
     return report.to_dict(trajectories=True)
+
+
+def merge_mode(args: argparse.Namespace) -> dict[str, object]:
+    """One record from the records of an episodes run made in parts (later parts win on repeats)."""
+    by_key: dict[tuple[str, int, str, str], EpisodeResult] = {}
+    counted: dict[tuple[str, int, str, str], CountedAlong] = {}
+    pre_retrievals: dict[str, object] = {}
+    parts: list[dict[str, object]] = []
+    for path in args.merge:
+        data = json.loads(Path(path).read_text())
+        if data.get("conditions", {}).get("mode") != "episodes":
+            raise SystemExit(f"{path} is not an episodes record of embodied_bench.py")
+        results = data["results"]
+        for item in results["episodes"]:
+            episode = EpisodeResult.from_dict(item)
+            by_key[(episode.task_id, episode.n_distractors, episode.agent, episode.layout)] = episode
+        for item in results.get("counted_along", []):
+            row = CountedAlong.from_dict(item)
+            counted[(row.task_id, row.n_distractors, row.agent, row.counted_agent)] = row
+        pre_retrievals.update(results.get("pre_retrievals", {}))
+        parts.append(
+            {
+                "record": str(path),
+                "command": data.get("command"),
+                "started": data.get("started"),
+                "wall_s": data.get("wall_s"),
+                "git": data.get("git"),
+                "machine": data.get("machine"),
+                "episodes": len(results["episodes"]),
+            }
+        )
+    episodes = list(by_key.values())
+    rows = list(counted.values())
+    log(f"merged {len(episodes)} episodes from {len(parts)} parts")
+    print_episode_tables(episodes, rows)
+    return {
+        "parts": parts,
+        "episodes": [e.to_dict(trajectory=True) for e in episodes],
+        "pre_retrievals": pre_retrievals,
+        "summary": [r.to_dict() for r in summarize(episodes)],
+        "counted_along": [r.to_dict() for r in rows],
+        "counted_ratios": counted_ratios(rows),
+    }
 
 
 def replay_mode(args: argparse.Namespace) -> dict[str, object]:
@@ -120,8 +190,34 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--mode", choices=("episodes", "replay"), default="episodes")
-    parser.add_argument("--model", default=None, help="chat model spec (default: $SCENERAG_LLM or local)")
+    parser.add_argument(
+        "--llm",
+        "--model",
+        dest="model",
+        default=None,
+        help="chat model spec (default: $SCENERAG_LLM or local)",
+    )
     parser.add_argument("--agents", default=None, help="comma-separated agents (default: all five)")
+    parser.add_argument(
+        "--count-along",
+        default=None,
+        help="agents whose live trajectories Full-Mem replays to count its prompts (default: every "
+        "retrieving agent run; 'none' for none)",
+    )
+    parser.add_argument("--merge", nargs="+", default=None, metavar="RECORD", help="join part records")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="local model threads (default: every core; on a machine busy with other work one thread is "
+        "much faster than two: llama.cpp's threads wait for each other at every layer)",
+    )
+    parser.add_argument(
+        "--embedder",
+        default="minilm-numpy",
+        help="entity embedder (default minilm-numpy: MiniLM's vectors without torch, whose OpenMP threads "
+        "would compete with llama.cpp's)",
+    )
     parser.add_argument("--tasks", default=None, help="all, easy, hard, easy:3, or ids (default: easy:2)")
     parser.add_argument("--distractors", default=None, help=f"comma-separated, from {DISTRACTOR_SETTINGS}")
     parser.add_argument("--style", default="l_shape", help="layout style, or 'cycle' for all five")
@@ -139,6 +235,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.record == str(default_record_path()):
         args.record = str(default_record_path(f"embodied_bench-{args.mode}"))
+    if args.merge:
+        args.mode = "episodes"
+    if args.count_along is not None:
+        args.count_along = [] if args.count_along == "none" else args.count_along.split(",")
     args.agents_given = args.agents is not None
     args.agents = args.agents.split(",") if args.agents else [k.value for k in AgentKind]
     if args.style == "cycle":
@@ -167,7 +267,10 @@ def main(argv: list[str] | None = None) -> None:
         model=args.model or "$SCENERAG_LLM or local",
     )
     started = time.perf_counter()
-    report = episodes_mode(args) if args.mode == "episodes" else replay_mode(args)
+    if args.merge:
+        report = merge_mode(args)
+    else:
+        report = episodes_mode(args) if args.mode == "episodes" else replay_mode(args)
     record.results = report
     record.write()
     log(f"done in {time.perf_counter() - started:.0f} s")

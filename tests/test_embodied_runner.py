@@ -60,16 +60,14 @@ def test_select_tasks() -> None:
         select_tasks(" , ")
 
 
-def fridge_opener(messages: list[Message]) -> dict[str, Any]:
-    """Pre-retrieval: the fridge; planner: search it, then open it; self-query: nothing new."""
+def fridge_opener(messages: list[Message]) -> dict[str, Any] | str:
+    """Pre-retrieval: the fridge; planner: search it, then open it (text replies)."""
     system, user = messages[0].content, messages[-1].content
     if system.startswith("You prepare the memory"):
         return {"entities": [{"name": "fridge", "attributes": ["isOpen"]}]}
-    if system.startswith("You turn the latest thought"):
-        return {"queries": []}
     if "Found Fridge_1" in user:
-        return {"thought": "open it", "action": "open", "argument": "Fridge_1"}
-    return {"thought": "find the fridge", "action": "search", "argument": "Fridge"}
+        return "Thought: open it\nObjects: fridge\nAction: open(Fridge_1)"
+    return "Thought: find the fridge\nObjects: fridge\nAction: search(Fridge)"
 
 
 def test_benchmark_runs_every_agent_and_summarises() -> None:
@@ -95,8 +93,16 @@ def test_benchmark_runs_every_agent_and_summarises() -> None:
     assert by_key[("embodiedrag-strict", 0)].recall_after_feedback == 1.0
     assert by_key[("react", 0)].recall_first is None and by_key[("react", 0)].success_hard is None
     assert by_key[("react", 0)].success_easy == 1.0
+    assert all(r.mean_steps == 2 and r.end_causes == {"success": 1} for r in rows)
+    assert (
+        by_key[("full-mem", 290)].planner_tokens_per_step
+        > 5 * by_key[("embodiedrag-strict", 290)].planner_tokens_per_step
+    )
     table = format_summary(rows)
-    assert table.count("\n") == 10 and "embodiedrag-feedback" in table
+    assert (
+        table.count("\n") == 20
+        and "embodiedrag-feedback d=290: episodes: success 1; failed steps: none" in table
+    )
     assert any("pre-retrieval easy_02: fridge" in line for line in lines)
     assert sum("easy_02 react step 1: search(Fridge) ok" in line for line in lines) == 2  # both settings
     dumped = json.loads(json.dumps(report.to_dict(trajectories=True), default=str))
@@ -153,9 +159,9 @@ def test_replay_counts_exactly_the_prompts_shown() -> None:
     seen: list[list[Message]] = []
 
     class Recording(ReplayDecider):
-        def decide(self, messages: list[Message], actions: Sequence[str]) -> Any:
+        def decide(self, messages: list[Message], menu: Any) -> Any:
             seen.append(messages)
-            return super().decide(messages, actions)
+            return super().decide(messages, menu)
 
     decider = Recording(
         [("search", {"query": "Fridge"}), ("open", {"object_id": "Fridge_1"})], estimate_tokens
@@ -288,3 +294,46 @@ def test_cli_bench_embodied_replay_and_episodes(tmp_path: Any, monkeypatch: pyte
     ]
     bad = cli.invoke(app, ["bench", "embodied", "-d", "100", "--llm", "scripted"])
     assert bad.exit_code != 0 and "distractors" in bad.output
+
+
+def test_full_mem_prompts_are_counted_along_a_live_trajectory() -> None:
+    """Full-Mem replays the actions a live strict episode sent to the simulator (an invalid reply is not
+    replayed) and its prompts along them are counted: same steps, same observations, more tokens."""
+    from scenerag.agents.embodied.runner import counted_ratios, format_counted
+
+    def replies(messages: list[Message]) -> dict[str, Any] | str:
+        if messages[0].content.startswith("You prepare the memory"):
+            return {"entities": [{"name": "fridge", "attributes": ["isOpen"]}]}
+        user = messages[-1].content
+        if "Found Fridge_1" in user:
+            return "Thought: open it\nAction: open(Fridge_1)"
+        if "could not be used" in user:
+            return "Thought: find the fridge\nAction: search(Fridge)"
+        return "Thought: hmm\nAction: open(Fridge_7)"  # not on the menu: an invalid reply, never sent
+
+    model = ScriptedChatModel([replies] * 50, supports_tools=False)
+    config = BenchmarkConfig(
+        agents=["embodiedrag-strict"],
+        tasks="easy_02",
+        distractors=(0, 290),
+        planner=PlannerConfig(max_steps=4),
+        count_along=["embodiedrag-strict"],
+    )
+    report = run_benchmark(config, model, WordEmbedder())
+    assert [e.steps for e in report.episodes] == [3, 3] and all(e.success for e in report.episodes)
+    assert [(c.n_distractors, c.counted_agent, c.steps) for c in report.counted] == [
+        (0, "full-mem", 2),
+        (290, "full-mem", 2),
+    ]
+    low, high = report.counted
+    assert high.counted_planner_tokens > 5 * high.live_planner_tokens and high.ratio is not None
+    assert low.counted_planner_tokens < high.counted_planner_tokens
+    assert report.episodes[1].counted_along == high.to_dict()
+    ratios = counted_ratios(report.counted)
+    assert ratios["full-mem/embodiedrag-strict@290"]["episodes"] == 1
+    assert (
+        "full-mem prompts counted along embodiedrag-strict's live trajectories"
+        in format_counted(report.counted)[1]
+    )
+    dumped = report.to_dict()
+    assert dumped["counted_ratios"]["full-mem/embodiedrag-strict@290"]["median"] == high.ratio

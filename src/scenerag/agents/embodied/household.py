@@ -20,24 +20,45 @@ from scenerag.sim.household.world import World
 
 def household_actions() -> tuple[ActionSpec, ...]:
     """The simulator's actions (``randomlyexplore``, ``moveto``, ``pickup``, ...) as planner data, in the
-    simulator's order, without their handlers."""
+    simulator's order, without their handlers: arguments with their kind and affordances, hand rules."""
     return tuple(
         ActionSpec(
             spec.name,
             spec.description,
-            tuple(ActionParameter(p.name, p.description, p.required) for p in spec.parameters),
+            tuple(
+                ActionParameter(
+                    p.name,
+                    p.description,
+                    p.required,
+                    "text" if p.kind == "text" else "object",
+                    p.requires,
+                    p.choices,
+                )
+                for p in spec.parameters
+            ),
+            "empty" if spec.hand == "empty" else "holding" if spec.hand == "holding" else "any",
         )
         for spec in ACTIONS.values()
     )
 
 
 HOUSEHOLD_INSTRUCTIONS = """You are the task planner of a single-arm mobile robot in a kitchen. Work step by step: each turn, think about the task, what you know and what the last action returned, then choose exactly one action.
-Objects are named by their id (e.g. Mug_1). You can act only on discovered objects and must be within reach (moveto first); you hold at most one object; open a closed receptacle before taking from or putting into it; a stove burner is switched by its stove knob. If the objects you need are not known yet, use search or randomlyexplore. When the task is complete, choose done."""
+Objects are named by their id (e.g. Mug_1). You can act only on discovered objects and must be within reach (moveto first); you hold at most one object; open a closed receptacle before taking from or putting into it; a stove burner is switched by its stove knob. If the objects you need are not known yet, use search or randomlyexplore. To put an object somewhere: find it, pickup it, then go to the receptacle (open it if it is closed) and placeon it. When the task is complete, choose done."""
 
 HOUSEHOLD = EnvironmentSpec(
-    household_actions(), ATTRIBUTE_NAMES, AGENT_RELATIVE_ATTRIBUTES, instructions=HOUSEHOLD_INSTRUCTIONS
+    household_actions(),
+    ATTRIBUTE_NAMES,
+    AGENT_RELATIVE_ATTRIBUTES,
+    instructions=HOUSEHOLD_INSTRUCTIONS,
+    shown_attributes=("isInteractable",),
+    example=(
+        "Drawer_2 is closed and out of reach, so I move to it before opening it.",
+        "drawer",
+        "moveto(Drawer_2)",
+    ),
 )
-"""What the planner is told about the household simulator: its actions, object attributes and rules."""
+"""What the planner is told about the household simulator: its actions, object attributes and rules; every
+object line shows ``isInteractable`` (within reach and not shut in)."""
 
 
 class HouseholdEpisode:

@@ -4,10 +4,16 @@ Contract: ``EmbodiedPlanner(model, kind, spec).run(env, task)`` plays one episod
 :class:`~scenerag.agents.embodied.environment.Environment`) whose actions and object attributes ``spec``
 (an :class:`~scenerag.agents.embodied.environment.EnvironmentSpec`) describes: every step it refreshes the
 robot's scene graph (``env.observe()`` changes → incremental index update), builds the step's context for
-its :class:`AgentKind` (none, the full graph, or the retrieved task subgraph), asks the decider for one
-thought + action, executes it in the environment and feeds the result (failures included) back through a
-bounded history. The episode ends when ``task.check(world)`` holds (or the planner says ``done`` and it
-holds), at ``max_steps``, or on an unrecoverable model error; token usage is the provider's own count.
+its :class:`AgentKind` (none, the full graph, or the retrieved task subgraph), builds the step's action menu
+(:mod:`~scenerag.agents.embodied.menu`: the actions the hand allows, the objects of the context each action
+may name by their affordances, and the calls refused as unchanged repeats of a failure), asks the decider
+for one thought + action (decoded under the menu's grammar where the model enforces one, validated
+otherwise), executes it in the environment and feeds the result (failures with their reason included)
+back through a history that only grows. A call that failed, changed nothing, or led back to an earlier
+situation is refused (never sent to the environment) whenever the robot is in that same situation again. ``embodiedrag-feedback`` replies also name the objects their
+thought is about; those become the next step's self-query (no extra model call). The episode ends when
+``task.check(world)`` holds (or the planner says ``done`` and it holds), at ``max_steps``, or on an
+unrecoverable model error; token usage is the provider's own count.
 
 Agents: ``react`` (no graph in the prompt; ``getdiscoveredobjects`` returns the full graph), ``full-mem``
 (full graph in every prompt), ``embodiedrag`` (task subgraph; may still request the full graph),
@@ -20,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from scenerag.agents.embodied.decisions import (
     FULL_GRAPH_ACTION,
@@ -37,9 +44,10 @@ from scenerag.agents.embodied.environment import (
     EnvironmentSpec,
 )
 from scenerag.agents.embodied.errors import EmbodiedConfigError
+from scenerag.agents.embodied.menu import ActionMenu, CallKey, build_menu, call_key
 from scenerag.agents.embodied.pre_retrieval import PreRetrieval, PreRetriever
 from scenerag.agents.embodied.records import EpisodeResult, StepRecord
-from scenerag.agents.embodied.self_query import SelfQuerier
+from scenerag.agents.embodied.self_query import SELF_QUERY_SOURCE, SelfQuerier
 from scenerag.agents.embodied.subgraph import (
     ID_ATTRIBUTE,
     SceneIndex,
@@ -47,10 +55,10 @@ from scenerag.agents.embodied.subgraph import (
     default_subgraph_config,
 )
 from scenerag.graph import ontology as ont
-from scenerag.graph.model import SceneGraph
+from scenerag.graph.model import Node, SceneGraph
 from scenerag.llm.base import ChatModel, LLMError, Message
 from scenerag.retrieval.embeddings import Embedder
-from scenerag.retrieval.subgraph import RetrievedSubgraph, SubgraphConfig, serialize_graph
+from scenerag.retrieval.subgraph import EntityQuery, RetrievedSubgraph, SubgraphConfig
 
 
 class AgentKind(StrEnum):
@@ -90,33 +98,42 @@ def parse_agent_kind(value: str | AgentKind) -> AgentKind:
 
 @dataclass
 class PlannerConfig:
-    """ReAct settings: step limit, history window (steps kept, characters kept of each older observation,
-    how many of the latest steps show their thought: 0 by default, because a small model copies its stale
-    reasoning instead of reading the refreshed scene graph), reply budget, tool interface (``auto``: native
-    tool calls where the model has them, else JSON actions), whether to stop as soon as the task check
-    passes, and how many steps a self-query stays in effect."""
+    """ReAct settings.
+
+    ``max_steps``: step limit; ``history_steps``: steps the prompt's history keeps; ``observation_chars``:
+    characters kept of each step's observation in the history (the latest full-graph result is shown
+    whole); ``thought_chars``: the longest thought a reply may hold (grammar bound; longer ones are
+    clipped); ``max_reply_tokens``: the reply budget; ``tool_interface``: ``text`` (a plain-text reply under
+    the step's action grammar; models without grammars are validated) or ``native`` tool calls;
+    ``stop_on_success``: end as soon as the task check passes; ``feedback_window``: steps a self-query
+    stays in effect; ``refuse_repeats``: an action that failed, worked but changed nothing, or led back to
+    a situation the episode had already been in (going round in a loop), is refused (left out of the
+    grammar, and not sent to the environment) whenever the robot is in that same situation again
+    (:func:`state_signature`: same objects and states, same place, same hand).
+
+    A history line never changes once written (it does not depend on its position), so each step's prompt
+    extends the previous one up to the state block at its end, and a local model reuses its cache.
+    """
 
     max_steps: int = 25
-    history_steps: int = 8
-    history_thoughts: int = 0
-    observation_chars: int = 400
-    thought_chars: int = 200
-    max_reply_tokens: int = 200
-    tool_interface: ToolInterface = "auto"
+    history_steps: int = 16
+    observation_chars: int = 240
+    thought_chars: int = 160
+    max_reply_tokens: int = 120
+    tool_interface: ToolInterface = "text"
     stop_on_success: bool = True
     feedback_window: int = 1
+    refuse_repeats: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
             raise EmbodiedConfigError(f"max_steps must be >= 1, got {self.max_steps}")
-        if self.history_steps < 0 or self.history_thoughts < 0 or self.observation_chars < 40:
+        if self.history_steps < 0 or self.observation_chars < 40 or self.thought_chars < 20:
             raise EmbodiedConfigError(
-                "history_steps and history_thoughts must be >= 0 and observation_chars >= 40"
+                "history_steps must be >= 0, observation_chars >= 40 and thought_chars >= 20"
             )
-        if self.tool_interface not in ("auto", "native", "json"):
-            raise EmbodiedConfigError(
-                f"tool_interface must be auto, native or json, got {self.tool_interface!r}"
-            )
+        if self.tool_interface not in ("text", "native"):
+            raise EmbodiedConfigError(f"tool_interface must be text or native, got {self.tool_interface!r}")
 
 
 # -- prompts ----------------------------------------------------------------------------------------------
@@ -124,11 +141,16 @@ SYSTEM_PROMPT = """{instructions}
 {context_rule}
 Actions:
 {actions}
-- done(): the task is complete."""
+- done(): the task is complete.
+Reply in exactly this form:
+{reply_format}
+For example:
+{example}"""
 
 GRAPH_FORMAT = (
-    'Scene graph JSON: "nodes" are {"id", "class", "in": the id of what holds it, attributes}; "edges" are '
-    'other relations, e.g. ["A0","HOLDS","Mug_1"] (the robot A0 holds Mug_1).'
+    'The scene graph has one line per object: "id (class) where: attributes; can: actions", where is "in X" '
+    '(inside or on object X), "at P3" (it stands at place P3) or "held" (in your hand), and "can" lists '
+    "what the object lets you do to it now."
 )
 CONTEXT_RULES: dict[AgentKind, str] = {
     AgentKind.REACT: (
@@ -148,16 +170,9 @@ CONTEXT_RULES: dict[AgentKind, str] = {
     ),
     AgentKind.FEEDBACK: (
         "Every turn shows the part of the scene graph relevant to the task, refreshed after every action "
-        "and extended with the objects your last thought was about. " + GRAPH_FORMAT
+        "and extended with the objects your last reply named. " + GRAPH_FORMAT
     ),
 }
-JSON_REPLY_RULE = (
-    'Reply with one JSON object: {"thought": "<short reasoning>", "action": "<action name>", '
-    '"argument": "<the object id, receptacle id or search query; empty if the action takes none>"}, e.g. '
-    '{"thought": "Drawer_2 is in the scene graph, closed and within reach, so I open it.", "action": "open", '
-    '"argument": "Drawer_2"}.'
-)
-REPEAT_NOTE = "(You just did exactly this and it changed nothing: do something else.)"
 
 
 def allowed_actions(kind: AgentKind, actions: Iterable[str]) -> list[str]:
@@ -173,28 +188,120 @@ def robot_line(graph: SceneGraph) -> str:
     if not agents:
         return "Robot: unknown pose."
     attributes = agents[0].attributes
-    holding = attributes.get("holding")
-    held = "nothing" if holding in (None, "", "none") else str(holding)
+    held = _held_id(graph) or "nothing"
     return f"Robot: at {attributes.get('place', '?')}, holding {held}."
 
 
 def format_call(action: str, arguments: Mapping[str, str]) -> str:
-    inner = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-    return f"{action}({inner})"
+    """``name(arg, ...)``: an action as the reply format writes it."""
+    return f"{action}({', '.join(str(v) for v in arguments.values())})"
 
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 15] + " ...(truncated)"
 
 
+def object_id(node: Node) -> str:
+    """The id a planner acts on: the node's ``objectId`` attribute where it has one, else its symbol."""
+    value = node.attributes.get(ID_ATTRIBUTE)
+    return value if isinstance(value, str) and value else node.symbol
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.2f}".rstrip("0").rstrip(".")
+    if isinstance(value, (list, tuple)):
+        return "/".join(_value_text(v) for v in value)
+    return str(value)
+
+
+def _where(graph: SceneGraph, node: Node) -> str:
+    """Where the robot believes ``node`` is: ``in X`` (its receptacle), ``at P3`` (a place), ``held``."""
+    if any(True for _ in graph.parents(node.symbol, HOLDS)):
+        return "held"
+    for parent in graph.parents(node.symbol, ont.CONTAINS):
+        return f"in {object_id(parent)}" if parent.label == ont.OBJECT else f"at {parent.symbol}"
+    return ""
+
+
+def object_lines(
+    shown: SceneGraph,
+    graph: SceneGraph,
+    *,
+    always: Sequence[str] = (),
+    all_attributes: bool = False,
+    affordances: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """One line per object of ``shown`` (a subgraph of ``graph``, or ``graph`` itself): ``id (class) where:
+    attributes; can: actions``. Where comes from ``graph`` (the whole discovered scene); the attributes are
+    those ``shown`` keeps (all of them with ``all_attributes``), after the ``always`` ones read from
+    ``graph``; ``affordances`` maps an object id to the actions the step's menu lets it take."""
+    lines: list[str] = []
+    for node in shown.nodes(ont.OBJECT):
+        full = graph.node(node.symbol) if node.symbol in graph else node
+        values: dict[str, Any] = {a: full.attributes[a] for a in always if a in full.attributes}
+        source = full.attributes if all_attributes else node.attributes
+        values.update((k, v) for k, v in source.items() if k != ID_ATTRIBUTE and k not in values)
+        where = _where(graph, full)
+        text = ", ".join(f"{k}={_value_text(v)}" for k, v in values.items())
+        head = f"{object_id(node)} ({node.class_name})" + (f" {where}" if where else "")
+        can = (affordances or {}).get(object_id(node))
+        if can:
+            text = f"{text}; can: {', '.join(can)}" if text else f"can: {', '.join(can)}"
+        lines.append(f"{head}: {text}" if text else head)
+    return lines
+
+
+def _held_id(graph: SceneGraph) -> str | None:
+    for agent in graph.nodes(ont.AGENT):
+        for child in graph.children(agent.symbol, HOLDS):
+            return object_id(child)
+        holding = agent.attributes.get("holding")
+        if holding not in (None, "", "none"):
+            return str(holding)
+    return None
+
+
 # -- the planner ------------------------------------------------------------------------------------------
+@dataclass
+class _Failure:
+    step: int
+    call: str
+    reason: str  # the environment's message for a failure; "" for a no-op or a loop
+    loop: bool = False  # worked, but led back to a situation the episode had been in
+
+
+def state_signature(graph: SceneGraph, ignore: Iterable[str] = ()) -> int:
+    """A hash of what the robot knows that an action could change: every object's class and attributes
+    (``ignore``: the agent-relative ones, which change with every move), the edges touching objects or the
+    robot (containment, holding), and the robot's place. Two steps with the same signature are the same
+    situation, so a call that failed (or changed nothing) in one would do the same in the other."""
+    skip = frozenset(ignore)
+    objects = sorted(
+        (
+            n.symbol,
+            n.class_name,
+            tuple(sorted((k, repr(v)) for k, v in n.attributes.items() if k not in skip)),
+        )
+        for n in graph.nodes(ont.OBJECT)
+    )
+    kinds = {n.symbol: n.label for n in graph.nodes()}
+    edges = sorted(
+        e.key for e in graph.edges() if {kinds.get(e.source), kinds.get(e.target)} & {ont.OBJECT, ont.AGENT}
+    )
+    agents = sorted((a.symbol, repr(a.attributes.get("place"))) for a in graph.nodes(ont.AGENT))
+    return hash((tuple(objects), tuple(edges), tuple(agents)))
+
+
 class EmbodiedPlanner:
     """One agent of the evaluation (see module contract) for the environment ``spec`` describes (its actions
     and object attributes; the household simulator's is ``scenerag.agents.embodied.household.HOUSEHOLD``).
     ``embedder`` is needed by retrieving agents;
     ``decider`` replaces the model's decisions (token measurements on a replayed plan);
-    ``retrieval_model`` runs pre-retrieval and self-query (default: ``model``; a second instance of the same
-    local model keeps the planner's prompt cache warm)."""
+    ``retrieval_model`` runs pre-retrieval (and, with native tool calls, the self-query call; default:
+    ``model``; a second instance of the same local model keeps the planner's prompt cache warm)."""
 
     def __init__(
         self,
@@ -230,7 +337,6 @@ class EmbodiedPlanner:
             spec.actions,
             tool_interface=self.config.tool_interface,
             max_reply_tokens=self.config.max_reply_tokens,
-            thought_chars=self.config.thought_chars,
         )
         self.attribute_names = spec.attribute_names
         self.pre_retriever = PreRetriever(self.retrieval_model, self.attribute_names)
@@ -243,32 +349,99 @@ class EmbodiedPlanner:
     def name(self) -> str:
         return self.kind.value
 
+    @property
+    def native(self) -> bool:
+        return isinstance(self.decider, LLMDecider) and self.decider.native
+
+    @property
+    def objects_line(self) -> bool:
+        """Whether replies name the objects their thought is about (self-query feedback in the reply)."""
+        return self.kind.self_queries and not self.native
+
     def system_prompt(self) -> str:
+        """The static part of every step's prompt: rules, actions, reply format (kept as the model's cached
+        prefix)."""
         specs = {a.name: a for a in self.spec.actions}
         lines = [
             f"- {specs[n].signature()}: {specs[n].description}" for n in self.actions if n != DONE_ACTION
         ]
-        text = SYSTEM_PROMPT.format(
+        rule = CONTEXT_RULES[self.kind]
+        if self.native:
+            return (
+                SYSTEM_PROMPT.split("Reply in exactly")[0].format(
+                    instructions=self.spec.instructions, context_rule=rule, actions="\n".join(lines)
+                )
+                + "- done(): the task is complete.\nCall exactly one action per turn."
+            )
+        menu = ActionMenu([], objects_line=self.objects_line)
+        thought, objects, call = self.spec.reply_example()
+        example = [f"Thought: {thought}"]
+        if self.objects_line:
+            example.append(f"Objects: {objects}")
+        example.append(f"Action: {call}")
+        return SYSTEM_PROMPT.format(
             instructions=self.spec.instructions,
-            context_rule=CONTEXT_RULES[self.kind],
+            context_rule=rule,
             actions="\n".join(lines),
+            reply_format="\n".join(menu.format_lines()),
+            example="\n".join(example),
         )
-        native = isinstance(self.decider, LLMDecider) and self.decider.native
-        return text if native else f"{text}\n{JSON_REPLY_RULE}"
 
-    def context_text(self, graph: SceneGraph, subgraph: RetrievedSubgraph | None) -> tuple[str, int]:
-        """The scene-graph part of the step prompt and the number of nodes it shows."""
+    def context_text(
+        self, graph: SceneGraph, subgraph: RetrievedSubgraph | None, menu: ActionMenu | None = None
+    ) -> tuple[str, int]:
+        """The scene-graph part of the step prompt and the number of objects it shows; with the step's
+        ``menu``, each object line ends with the object-specific actions it allows now."""
+        always = self.spec.shown_attributes
+        can = menu.affordances() if menu is not None else None
         if self.kind.full_graph_in_prompt:
-            return f"Scene graph (everything discovered so far):\n{serialize_graph(graph)}", graph.num_nodes
+            lines = object_lines(graph, graph, all_attributes=True, affordances=can)
+            return "Scene graph (everything discovered so far):\n" + "\n".join(lines), len(lines)
         if subgraph is not None:
             discovered = sum(1 for _ in graph.nodes(ont.OBJECT))
-            shown = sum(1 for _ in subgraph.graph.nodes(ont.OBJECT))
-            text = serialize_graph(subgraph.graph, id_attribute=ID_ATTRIBUTE)
+            lines = object_lines(subgraph.graph, graph, always=always, affordances=can)
+            body = "\n".join(lines) if lines else "(none of the discovered objects is relevant yet)"
             return (
-                f"Scene graph (task-relevant part: {shown} of {discovered} discovered objects):\n{text}",
-                subgraph.graph.num_nodes,
+                f"Scene graph (task-relevant part: {len(lines)} of {discovered} discovered objects):\n{body}",
+                len(lines),
             )
         return "Scene graph: not shown (call getdiscoveredobjects to read it).", 0
+
+    def candidates(self, graph: SceneGraph, subgraph: RetrievedSubgraph | None) -> dict[str, dict[str, Any]]:
+        """Object id -> attributes (as the robot knows them) of what this step's actions may name: the objects
+        of the retrieved subgraph for retrieving agents that cannot read the full graph, else every
+        discovered object."""
+        if subgraph is not None and not self.kind.may_request_full_graph:
+            symbols = [n.symbol for n in subgraph.graph.nodes(ont.OBJECT)]
+        else:
+            symbols = [n.symbol for n in graph.nodes(ont.OBJECT)]
+        nodes = [graph.node(s) for s in symbols if s in graph]
+        return {object_id(n): dict(n.attributes) for n in nodes}
+
+    def menu(
+        self,
+        graph: SceneGraph,
+        subgraph: RetrievedSubgraph | None,
+        refused: Mapping[CallKey, str] | None = None,
+    ) -> ActionMenu:
+        """The step's actions, the objects each may name, and the refused repeats."""
+        return build_menu(
+            self.spec.actions,
+            self.actions,
+            self.candidates(graph, subgraph),
+            holding=_held_id(graph) is not None,
+            refused=refused,
+            objects_line=self.objects_line,
+            thought_chars=self.config.thought_chars,
+        )
+
+    def history_line(self, record: StepRecord, *, full: bool = False) -> str:
+        """A step as the history shows it (the same text at every later step; ``full``: the observation is
+        not clipped)."""
+        status = "REFUSED" if record.refused else "OK" if record.ok else "FAILED"
+        call = format_call(record.action, record.arguments) if record.action else "(no valid action)"
+        limit = 10**9 if full else self.config.observation_chars
+        return f"{record.step + 1}. {call} -> {status}: {_clip(record.observation, limit)}"
 
     def step_messages(
         self,
@@ -277,30 +450,31 @@ class EmbodiedPlanner:
         context: str,
         history: Sequence[StepRecord],
         step: int,
+        refused: Iterable[str] = (),
     ) -> list[Message]:
-        """The prompt of one planning step: system rules, then the task, the recent history (actions and what
-        they returned, with the thoughts of the last ``history_thoughts`` steps), and last the current
-        state: the robot and the step's scene-graph context."""
+        """The prompt of one planning step: system rules, then the task and the history (actions and what they
+        returned; lines never change once written, so the prompt grows by suffix), and last the current
+        state: the robot, the step's scene-graph context, the calls refused in this situation (``refused``)
+        and the step counter."""
         lines = [f"Task: {task.instruction}"]
         window = list(history)[-self.config.history_steps :] if self.config.history_steps else []
         if window:
-            lines.append("Previous steps (oldest first):")
+            lines.append("Previous steps:")
             latest_full = max((r.step for r in window if r.full_graph_request and r.ok), default=None)
-            for index, record in enumerate(window):
-                last = index == len(window) - 1
-                limit = 10**9 if last or record.step == latest_full else self.config.observation_chars
-                status = "OK" if record.ok else "FAILED"
-                call = format_call(record.action, record.arguments) if record.action else "(no valid action)"
-                shows_thought = len(window) - index <= self.config.history_thoughts and record.thought
-                thought = (
-                    f"thought: {_clip(record.thought, self.config.thought_chars)}; " if shows_thought else ""
-                )
-                repeat = f" {REPEAT_NOTE}" if last and _repeats(window, index) else ""
-                lines.append(
-                    f"{record.step + 1}. {thought}{call} -> {status}: {_clip(record.observation, limit)}{repeat}"
-                )
+            lines.extend(self.history_line(r, full=r.step == latest_full) for r in window)
         lines.extend([robot_line(graph), context])
-        lines.append(f"Step {step + 1} of at most {self.config.max_steps}. Choose the next action.")
+        blocked = list(dict.fromkeys(refused))
+        if blocked:
+            lines.append(
+                "Not possible now (failed, changed nothing or went round in a loop from this same situation): "
+                + ", ".join(blocked)
+                + "."
+            )
+        last = history[-1] if history else None
+        note = ""
+        if last is not None and not last.ok and last.action:
+            note = " Your last action did not work (see why above): do not repeat it unchanged."
+        lines.append(f"Step {step + 1} of at most {self.config.max_steps}.{note} Choose the next action.")
         return [Message.system(self.system_prompt()), Message.user("\n".join(lines))]
 
     def run(
@@ -328,8 +502,12 @@ class EmbodiedPlanner:
         graph, diff = env.observe()
         index: SceneIndex | None = None
         retriever: TaskRetriever | None = None
+        feedback_attributes: tuple[str, ...] = ()
         required = set(task.required_types)
         retrieved_ever: set[str] = set()
+        failures: dict[tuple[CallKey, int], _Failure] = {}  # by (call, state signature)
+        visited = {state_signature(graph, self.spec.agent_relative_attributes)}
+        ignore = self.spec.agent_relative_attributes
         try:
             if self.kind.retrieves:
                 assert self.embedder is not None
@@ -339,6 +517,9 @@ class EmbodiedPlanner:
                     pre_retrieval = self.pre_retriever.run(task.instruction)
                 result.pre_retrieval = pre_retrieval.to_dict()
                 result.retrieval_usage = result.retrieval_usage + pre_retrieval.usage
+                feedback_attributes = tuple(
+                    dict.fromkeys(a for e in pre_retrieval.entities for a in e.attributes)
+                )
                 retriever = TaskRetriever(
                     index,
                     pre_retrieval.queries(),
@@ -357,15 +538,24 @@ class EmbodiedPlanner:
                     if step == 0:
                         result.required_retrieved_first = sorted(classes)
                         result.required_discovered_first = sorted(_object_classes(graph) & required)
-                context, context_nodes = self.context_text(graph, subgraph)
-                messages = self.step_messages(task, graph, context, result.trajectory, step)
+                state = state_signature(graph, ignore)
+                refused = (
+                    {k: _refusal(f) for (k, sig), f in failures.items() if sig == state}
+                    if self.config.refuse_repeats
+                    else {}
+                )
+                menu = self.menu(graph, subgraph, refused)
+                context, context_nodes = self.context_text(graph, subgraph, menu)
+                blocked = [f.call for (_, sig), f in failures.items() if sig == state] if refused else []
+                messages = self.step_messages(task, graph, context, result.trajectory, step, blocked)
                 try:
-                    decision = self.decider.decide(messages, self.actions)
+                    decision = self.decider.decide(messages, menu)
                 except LLMError as exc:
                     if exc.kind == "context_overflow":
                         result.overflow_prompt_tokens = count_prompt_tokens(messages, self.model.count_tokens)
                     raise
                 result.planner_usage = result.planner_usage + decision.usage
+                timings = decision.timings
                 record = StepRecord(
                     step=step,
                     thought=decision.thought,
@@ -382,27 +572,60 @@ class EmbodiedPlanner:
                     self_query_s=0.0,
                     step_s=0.0,
                     subgraph_symbols=subgraph.symbols if subgraph is not None else [],
+                    prompt_eval_s=None if timings is None else timings.prompt_s,
+                    generation_s=None if timings is None else timings.generation_s,
+                    evaluated_tokens=None if timings is None else timings.prompt_tokens,
+                    generated_tokens=None if timings is None else timings.generated_tokens,
+                    objects=list(decision.objects),
                 )
+                key = call_key(decision.action, decision.arguments, self.spec.action(decision.action))
+                record.refused = decision.refused
                 result.trajectory.append(record)
                 result.steps = step + 1
                 finished = self._act(env, task, decision, record, result)
-                if record.action and record.action != DONE_ACTION and decision.error is None:
+                executed = bool(record.action) and decision.error is None
+                if executed and not record.ok and record.action != FULL_GRAPH_ACTION:
+                    failures[(key, state)] = _Failure(
+                        step, format_call(record.action, record.arguments), record.observation
+                    )
+                if executed and record.action != DONE_ACTION:
                     graph, diff = env.observe()
                     record.graph_changed = not diff.is_empty
                     if index is not None:
                         record.index_update = index.apply(graph, diff).to_dict()
                     if record.full_graph_request and record.ok:
+                        lines = object_lines(graph, graph, all_attributes=True)
                         record.observation = (
-                            f"Full scene graph ({sum(1 for _ in graph.nodes(ont.OBJECT))} discovered objects):\n"
-                            + serialize_graph(graph)
+                            f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
+                    elif record.ok:
+                        after = state_signature(graph, ignore)
+                        if after == state or after in visited:  # changed nothing, or went round in a loop
+                            failures[(key, state)] = _Failure(
+                                step, format_call(record.action, record.arguments), "", loop=after != state
+                            )
+                        visited.add(after)
                 finished = finished or (self.config.stop_on_success and task.check(env.world))
-                if self.kind.self_queries and retriever is not None and decision.thought and not finished:
-                    query = self.self_querier.run(decision.thought, task.instruction, graph)
-                    retriever.add_feedback(query.queries)
-                    result.retrieval_usage = result.retrieval_usage + query.usage
-                    record.self_query_s = query.seconds
-                    record.self_queries = query.to_dict()["queries"]
+                if self.kind.self_queries and retriever is not None and not finished:
+                    started_query = time.perf_counter()
+                    if self.objects_line:
+                        queries = [
+                            EntityQuery(o, feedback_attributes, source=SELF_QUERY_SOURCE)
+                            for o in decision.objects
+                        ]
+                        record.self_queries = [
+                            {"entity": q.text, "filter": {}, "attributes": list(q.attributes)}
+                            for q in queries
+                        ]
+                    elif decision.thought:  # native tool calls carry no objects line: ask separately
+                        query = self.self_querier.run(decision.thought, task.instruction, graph)
+                        queries = query.queries
+                        result.retrieval_usage = result.retrieval_usage + query.usage
+                        record.self_queries = query.to_dict()["queries"]
+                    else:
+                        queries = []
+                    retriever.add_feedback(queries)
+                    record.self_query_s = time.perf_counter() - started_query
                 record.step_s = time.perf_counter() - step_started
                 if on_step is not None:
                     on_step(record)
@@ -426,13 +649,27 @@ class EmbodiedPlanner:
         result: EpisodeResult,
     ) -> bool:
         """Execute ``decision`` (or explain why not) into ``record``; True when the episode should end."""
-        if decision.error is not None:
-            result.invalid_replies += 1
+        action = decision.action
+        if action == FULL_GRAPH_ACTION and not self.kind.may_request_full_graph:
+            result.refused_full_graph_requests += 1
+            record.cause = "full_graph_refused"
             record.observation = (
-                f"Your reply could not be used ({decision.error}). Reply with one valid action."
+                "getdiscoveredobjects is not available to you: work from the scene graph shown, "
+                "search or randomlyexplore."
             )
             return False
-        action = decision.action
+        if decision.error is not None:
+            if record.refused:
+                result.refused_repeats += 1
+                record.cause = "refused_repeat"
+                record.observation = decision.error
+            else:
+                result.invalid_replies += 1
+                record.cause = "invalid_reply"
+                record.observation = (
+                    f"Your reply could not be used ({decision.error}). Reply with one valid action."
+                )
+            return False
         if action == DONE_ACTION:
             if task.check(env.world):
                 result.done_declared = True
@@ -440,36 +677,37 @@ class EmbodiedPlanner:
                 record.observation = "The task is complete."
                 return True
             record.observation = "The task is not complete yet: check the goal and keep acting."
+            record.cause = "not_complete"
             result.failed_actions += 1
-            return False
-        if action == FULL_GRAPH_ACTION and not self.kind.may_request_full_graph:
-            result.refused_full_graph_requests += 1
-            record.observation = (
-                "getdiscoveredobjects is not available to you: work from the scene graph shown, "
-                "search or randomlyexplore."
-            )
             return False
         outcome = env.execute(action, decision.arguments)
         record.ok = outcome.success
         record.observation = outcome.message
         if not outcome.success:
             result.failed_actions += 1
+            code = getattr(outcome, "error", None)
+            record.cause = str(code) if code else "action_failed"
         if action == FULL_GRAPH_ACTION and outcome.success:
             record.full_graph_request = True
             result.full_graph_requests += 1
         return False
 
 
-def _repeats(window: Sequence[StepRecord], index: int) -> bool:
-    """True when step ``index`` repeated the previous step's action and arguments and learnt nothing new
-    (no new discoveries, no state change: the observation is the same or the action failed again)."""
-    if index == 0:
-        return False
-    this, before = window[index], window[index - 1]
-    same_call = bool(this.action) and (this.action, this.arguments) == (before.action, before.arguments)
-    if not same_call or this.action == FULL_GRAPH_ACTION:
-        return False
-    return not this.graph_changed
+def _refusal(failure: _Failure) -> str:
+    if failure.loop:
+        return (
+            f"Refused without trying: {failure.call} at step {failure.step + 1} only led back to a situation you "
+            "had already been in, and the situation is the same now. Choose a different action."
+        )
+    if not failure.reason:
+        return (
+            f"Refused without trying: {failure.call} at step {failure.step + 1} changed nothing, and the "
+            "situation is the same now. Choose a different action."
+        )
+    return (
+        f"Refused without trying: {failure.call} already failed at step {failure.step + 1} "
+        f"({_clip(failure.reason, 160)}) in the same situation as now. Choose a different action."
+    )
 
 
 def _robot_and_held(graph: SceneGraph) -> list[str]:

@@ -35,6 +35,19 @@ class StepRecord:
     index_update: dict[str, Any] | None = None
     self_queries: list[dict[str, Any]] = field(default_factory=list)
     subgraph_symbols: list[str] = field(default_factory=list)
+    #: local models: the planner call's prompt evaluation and generation time, and the prompt tokens it
+    #: actually evaluated (the rest came from the model's cache) and the tokens it generated
+    prompt_eval_s: float | None = None
+    generation_s: float | None = None
+    evaluated_tokens: int | None = None
+    generated_tokens: int | None = None
+    #: the objects the reply said its thought is about (embodiedrag-feedback's self-query)
+    objects: list[str] = field(default_factory=list)
+    #: the call repeated a failure with nothing changed since and was not sent to the environment
+    refused: bool = False
+    #: why the step failed: the environment's error code (``out_of_reach``, ...), ``invalid_reply``,
+    #: ``refused_repeat``, ``not_complete`` (done too early), ``full_graph_refused``; None when it worked
+    cause: str | None = None
 
 
 @dataclass
@@ -59,6 +72,7 @@ class EpisodeResult:
     refused_full_graph_requests: int = 0
     failed_actions: int = 0
     invalid_replies: int = 0
+    refused_repeats: int = 0
     wall_s: float = 0.0
     #: when the prompt did not fit the model's context: its size under the model's tokenizer (not sent)
     overflow_prompt_tokens: int | None = None
@@ -69,6 +83,8 @@ class EpisodeResult:
     required_retrieved_ever: list[str] | None = None
     required_discovered_end: list[str] | None = None
     trajectory: list[StepRecord] = field(default_factory=list)
+    #: another agent's prompts counted along this trajectory (``runner.count_along``), when measured
+    counted_along: dict[str, Any] | None = None
 
     @property
     def planner_tokens(self) -> int:
@@ -77,6 +93,26 @@ class EpisodeResult:
     @property
     def total_tokens(self) -> int:
         return self.planner_usage.total_tokens + self.retrieval_usage.total_tokens
+
+    @property
+    def end_cause(self) -> str:
+        """``success``, ``context_overflow``, ``model_error`` or ``step_limit`` (ran out of steps)."""
+        if self.success:
+            return "success"
+        if self.overflow_prompt_tokens is not None:
+            return "context_overflow"
+        if self.error is not None:
+            return "model_error"
+        return "step_limit"
+
+    @property
+    def failure_causes(self) -> dict[str, int]:
+        """Failed steps per cause (see ``StepRecord.cause``)."""
+        out: dict[str, int] = {}
+        for step in self.trajectory:
+            if step.cause is not None:
+                out[step.cause] = out.get(step.cause, 0) + 1
+        return dict(sorted(out.items()))
 
     @property
     def mean_planner_s(self) -> float | None:
@@ -119,6 +155,8 @@ class EpisodeResult:
         if not trajectory:
             out.pop("trajectory")
         for name in (
+            "end_cause",
+            "failure_causes",
             "planner_tokens",
             "total_tokens",
             "mean_planner_s",

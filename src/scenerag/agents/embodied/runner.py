@@ -63,7 +63,10 @@ def select_tasks(spec: str | Iterable[str] | None) -> list[Task]:
 @dataclass
 class BenchmarkConfig:
     """What to run: agents, tasks (see ``select_tasks``), distractor settings, the kitchen layout, and the
-    planner / subgraph settings. ``style=None`` cycles the five layout styles over the tasks."""
+    planner / subgraph settings. ``style=None`` cycles the five layout styles over the tasks.
+    ``count_along``: agents whose live episodes are replayed by ``count_agent`` (Full-Mem) to count, with
+    the model's tokenizer, the prompts it would have built along the same trajectory (its token cost where
+    it cannot run: its prompts exceed the context)."""
 
     agents: Sequence[AgentKind | str] = ALL_AGENTS
     tasks: str | Sequence[str] | None = "easy:3"
@@ -72,27 +75,184 @@ class BenchmarkConfig:
     seed: int = 0
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     subgraph: SubgraphConfig | None = None
+    count_along: Sequence[AgentKind | str] = ()
+    count_agent: AgentKind | str = AgentKind.FULL_MEM
 
     def agent_kinds(self) -> list[AgentKind]:
         return [parse_agent_kind(a) for a in self.agents]
 
-    def layout_for(self, index: int) -> str:
-        return self.style if self.style is not None else LAYOUT_STYLES[index % len(LAYOUT_STYLES)]
+    def layout_for(self, task: Task) -> str:
+        """The layout of ``task``'s kitchen: ``style``, or the styles cycled by the task's place in ``TASKS``
+        (so a task gets the same kitchen whichever tasks run beside it)."""
+        return self.style if self.style is not None else cycled_style(task)
+
+
+def cycled_style(task: Task) -> str:
+    """The layout style of ``task`` when the five styles are cycled over the 40 tasks."""
+    return LAYOUT_STYLES[TASKS.index(task) % len(LAYOUT_STYLES)]
+
+
+@dataclass
+class CountedAlong:
+    """The tokens ``counted_agent`` would have spent on the trajectory a live episode of ``agent`` took:
+    its prompts rebuilt at every step of that trajectory and counted with the model's tokenizer, replies
+    counted as the text action; ``over_context``: those prompts longer than the model's context."""
+
+    task_id: str
+    difficulty: str
+    n_distractors: int
+    agent: str
+    counted_agent: str
+    steps: int
+    live_planner_tokens: int
+    counted_planner_tokens: int
+    max_prompt: int
+    over_context: int
+
+    @property
+    def ratio(self) -> float | None:
+        return self.counted_planner_tokens / self.live_planner_tokens if self.live_planner_tokens else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "ratio": self.ratio}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CountedAlong:
+        return cls(**{k: v for k, v in data.items() if k != "ratio"})
 
 
 @dataclass
 class BenchmarkReport:
-    """Every episode of a run, plus the pre-retrieval of each task instruction."""
+    """Every episode of a run, the pre-retrieval of each task instruction, and the token counts of
+    ``BenchmarkConfig.count_along``."""
 
     episodes: list[EpisodeResult]
     pre_retrievals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    counted: list[CountedAlong] = field(default_factory=list)
 
     def to_dict(self, *, trajectories: bool = False) -> dict[str, Any]:
         return {
             "episodes": [e.to_dict(trajectory=trajectories) for e in self.episodes],
             "pre_retrievals": self.pre_retrievals,
             "summary": [row.to_dict() for row in summarize(self.episodes)],
+            "counted_along": [c.to_dict() for c in self.counted],
+            "counted_ratios": counted_ratios(self.counted),
         }
+
+
+def counted_ratios(counted: Sequence[CountedAlong]) -> dict[str, dict[str, Any]]:
+    """Per (agent, distractor setting): median, min and max of counted / live planner tokens, the pooled
+    ratio (sums), and how many of the counted prompts exceeded the context."""
+    groups: dict[tuple[str, str, int], list[CountedAlong]] = {}
+    for c in counted:
+        groups.setdefault((c.counted_agent, c.agent, c.n_distractors), []).append(c)
+    out: dict[str, dict[str, Any]] = {}
+    for (counted_agent, agent, n), group in sorted(groups.items(), key=lambda kv: (kv[0][2], kv[0][1])):
+        ratios = [c.ratio for c in group if c.ratio is not None]
+        live = sum(c.live_planner_tokens for c in group)
+        out[f"{counted_agent}/{agent}@{n}"] = {
+            "counted_agent": counted_agent,
+            "agent": agent,
+            "n_distractors": n,
+            "episodes": len(group),
+            "median": statistics.median(ratios) if ratios else None,
+            "min": min(ratios) if ratios else None,
+            "max": max(ratios) if ratios else None,
+            "pooled": sum(c.counted_planner_tokens for c in group) / live if live else None,
+            "median_counted_tokens": statistics.median(c.counted_planner_tokens for c in group),
+            "median_live_tokens": statistics.median(c.live_planner_tokens for c in group),
+            "prompts_over_context": sum(c.over_context for c in group),
+            "steps": sum(c.steps for c in group),
+        }
+    return out
+
+
+def format_counted(counted: Sequence[CountedAlong]) -> list[str]:
+    """One line per (agent, distractor setting) of :func:`counted_ratios`."""
+    lines = []
+    for row in counted_ratios(counted).values():
+        lines.append(
+            f"distractors {row['n_distractors']:4d}: {row['counted_agent']} prompts counted along "
+            f"{row['agent']}'s live trajectories / its live planner tokens: median {_fmt(row['median'], '.1f')}x "
+            f"(min {_fmt(row['min'], '.1f')}x, max {_fmt(row['max'], '.1f')}x, pooled {_fmt(row['pooled'], '.1f')}x, "
+            f"{row['episodes']} episodes; median {row['median_counted_tokens']:.0f} vs "
+            f"{row['median_live_tokens']:.0f} tokens; {row['prompts_over_context']} of {row['steps']} counted "
+            f"prompts over the context)"
+        )
+    return lines
+
+
+def _replaying_agent(
+    model: ChatModel,
+    kind: AgentKind | str,
+    plan: Sequence[tuple[str, dict[str, str]]],
+    counter: Callable[[str], int],
+    embedder: Embedder | None,
+    config: PlannerConfig,
+    subgraph: SubgraphConfig | None,
+) -> EmbodiedPlanner:
+    """An agent of ``kind`` on the household whose decisions replay ``plan`` and whose usage is ``counter``
+    of the prompts it builds."""
+    return EmbodiedPlanner(
+        model,
+        kind,
+        HOUSEHOLD,
+        embedder=embedder,
+        config=config,
+        subgraph_config=subgraph,
+        decider=ReplayDecider(plan, counter),
+    )
+
+
+def count_along(
+    model: ChatModel,
+    kind: AgentKind | str,
+    episode: EpisodeResult,
+    task: Task,
+    *,
+    style: str,
+    seed: int = 0,
+    embedder: Embedder | None = None,
+    pre_retrieval: PreRetrieval | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+    planner: PlannerConfig | None = None,
+    subgraph: SubgraphConfig | None = None,
+) -> CountedAlong:
+    """What agent ``kind`` would have spent on ``episode``'s trajectory: the actions that reached the
+    environment are replayed in order on the same kitchen (so every observation is the same), and each
+    prompt ``kind`` builds on the way is counted with ``count_tokens`` (default ``model.count_tokens``)."""
+    plan = [
+        (s.action, dict(s.arguments))
+        for s in episode.trajectory
+        if s.action and s.cause not in ("invalid_reply", "refused_repeat", "full_graph_refused")
+    ]
+    counter = count_tokens or model.count_tokens
+    base = planner or PlannerConfig()
+    config = PlannerConfig(
+        max_steps=max(1, len(plan)),
+        history_steps=base.history_steps,
+        observation_chars=base.observation_chars,
+        thought_chars=base.thought_chars,
+        max_reply_tokens=base.max_reply_tokens,
+    )
+    agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph)
+    replay = agent.run(
+        HouseholdEpisode.create(style, seed, episode.n_distractors), task, pre_retrieval=pre_retrieval
+    )
+    window = getattr(model, "context_window", None)
+    prompts = [s.input_tokens for s in replay.trajectory]
+    return CountedAlong(
+        task_id=episode.task_id,
+        difficulty=episode.difficulty,
+        n_distractors=episode.n_distractors,
+        agent=episode.agent,
+        counted_agent=agent.kind.value,
+        steps=replay.steps,
+        live_planner_tokens=episode.planner_tokens,
+        counted_planner_tokens=replay.planner_tokens,
+        max_prompt=max(prompts, default=0),
+        over_context=sum(window is not None and p > window for p in prompts),
+    )
 
 
 def run_episode(
@@ -148,8 +308,10 @@ def run_benchmark(
     pre_retriever = PreRetriever(retrieval_model or model, HOUSEHOLD.attribute_names)
     cache: dict[str, PreRetrieval] = {}
     episodes: list[EpisodeResult] = []
-    for index, task in enumerate(tasks):
-        style = config.layout_for(index)
+    along = {parse_agent_kind(a) for a in config.count_along}
+    counted: list[CountedAlong] = []
+    for task in tasks:
+        style = config.layout_for(task)
         for n_distractors in config.distractors:
             for kind in kinds:
                 pre = None
@@ -175,11 +337,27 @@ def run_benchmark(
                     on_step=None if progress is None else _step_reporter(progress, task, kind),
                 )
                 episodes.append(episode)
+                if kind in along:
+                    counted.append(
+                        count_along(
+                            model,
+                            config.count_agent,
+                            episode,
+                            task,
+                            style=style,
+                            seed=config.seed,
+                            embedder=embedder,
+                            pre_retrieval=pre,
+                            planner=config.planner,
+                            subgraph=config.subgraph,
+                        )
+                    )
+                    episode.counted_along = counted[-1].to_dict()
                 if on_episode is not None:
                     on_episode(episode)
                 if progress is not None:
                     progress(episode_line(episode))
-    return BenchmarkReport(episodes, {k: v.to_dict() for k, v in cache.items()})
+    return BenchmarkReport(episodes, {k: v.to_dict() for k, v in cache.items()}, counted)
 
 
 def _step_reporter(progress: ProgressFn, task: Task, kind: AgentKind) -> Callable[[StepRecord], None]:
@@ -187,9 +365,17 @@ def _step_reporter(progress: ProgressFn, task: Task, kind: AgentKind) -> Callabl
         call = (
             f"{record.action}({', '.join(record.arguments.values())})" if record.action else "(invalid reply)"
         )
+        split = ""
+        if record.prompt_eval_s is not None and record.generation_s is not None:
+            split = (
+                f" (eval {record.evaluated_tokens} tok {record.prompt_eval_s:.1f} s, "
+                f"gen {record.generated_tokens} tok {record.generation_s:.1f} s)"
+            )
+        status = "ok" if record.ok else f"failed: {record.cause}"
         progress(
-            f"  {task.task_id} {kind.value} step {record.step + 1}: {call} {'ok' if record.ok else 'failed'}; "
-            f"{record.input_tokens} prompt tokens, planner {record.planner_s:.1f} s, step {record.step_s:.1f} s"
+            f"  {task.task_id} {kind.value} step {record.step + 1}: {call} {status}; "
+            f"{record.input_tokens} prompt tokens, planner {record.planner_s:.1f} s{split}, "
+            f"step {record.step_s:.1f} s"
         )
 
     return report
@@ -217,7 +403,14 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 @dataclass
 class AgentSummary:
-    """Aggregates of one agent at one distractor setting."""
+    """Aggregates of one agent at one distractor setting.
+
+    Per step: planner tokens (prompt + reply, provider usage), the planner call's seconds split into prompt
+    evaluation and generation (local models), the prompt tokens it actually evaluated (the rest came from
+    the model's cache), and the whole step (retrieval, self-query, planner, environment, index update).
+    ``end_causes``: episodes per outcome (``success``, ``step_limit``, ``context_overflow``,
+    ``model_error``); ``step_failures``: failed steps per cause (the environment's error codes,
+    ``invalid_reply``, ``refused_repeat``, ``not_complete``, ...)."""
 
     agent: str
     n_distractors: int
@@ -225,8 +418,16 @@ class AgentSummary:
     success_easy: float | None
     success_hard: float | None
     success_all: float
+    mean_steps: float
     mean_planner_s_per_step: float | None
+    median_planner_s: float | None
+    mean_prompt_eval_s: float | None
+    mean_generation_s: float | None
+    mean_evaluated_tokens: float | None
+    mean_generated_tokens: float | None
     mean_step_s: float | None
+    median_step_s: float | None
+    planner_tokens_per_step: float | None
     mean_planner_tokens: float
     median_planner_tokens: float
     mean_total_tokens: float
@@ -236,9 +437,23 @@ class AgentSummary:
     errors: int
     context_overflows: int
     mean_overflow_prompt_tokens: float | None
+    end_causes: dict[str, int] = field(default_factory=dict)
+    step_failures: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _counts(items: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def summarize(episodes: Sequence[EpisodeResult]) -> list[AgentSummary]:
@@ -259,8 +474,20 @@ def summarize(episodes: Sequence[EpisodeResult]) -> list[AgentSummary]:
                 success_easy=sum(easy) / len(easy) if easy else None,
                 success_hard=sum(hard) / len(hard) if hard else None,
                 success_all=sum(e.success for e in group) / len(group),
+                mean_steps=statistics.fmean(e.steps for e in group),
                 mean_planner_s_per_step=_mean(s.planner_s for s in steps),
+                median_planner_s=_median(s.planner_s for s in steps),
+                mean_prompt_eval_s=_mean(s.prompt_eval_s for s in steps),
+                mean_generation_s=_mean(s.generation_s for s in steps),
+                mean_evaluated_tokens=_mean(
+                    None if s.evaluated_tokens is None else float(s.evaluated_tokens) for s in steps
+                ),
+                mean_generated_tokens=_mean(
+                    None if s.generated_tokens is None else float(s.generated_tokens) for s in steps
+                ),
                 mean_step_s=_mean(s.step_s for s in steps),
+                median_step_s=_median(s.step_s for s in steps),
+                planner_tokens_per_step=_mean(float(s.input_tokens + s.output_tokens) for s in steps),
                 mean_planner_tokens=statistics.fmean(e.planner_tokens for e in group),
                 median_planner_tokens=statistics.median(e.planner_tokens for e in group),
                 mean_total_tokens=statistics.fmean(e.total_tokens for e in group),
@@ -273,6 +500,8 @@ def summarize(episodes: Sequence[EpisodeResult]) -> list[AgentSummary]:
                     None if e.overflow_prompt_tokens is None else float(e.overflow_prompt_tokens)
                     for e in group
                 ),
+                end_causes=_counts(e.end_cause for e in group),
+                step_failures=_counts(s.cause for s in steps if s.cause is not None),
             )
         )
     return rows
@@ -310,24 +539,34 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def format_summary(rows: Sequence[AgentSummary]) -> str:
-    """A fixed-width table of ``summarize`` rows (overflows: episodes ended because a prompt exceeded the
-    model's context, with the mean size of that prompt under the model's tokenizer)."""
+    """A fixed-width table of ``summarize`` rows, then per row the episode outcomes and failed steps by
+    cause. Columns: success (easy / hard / all), mean steps, planner tokens per step and per episode, the
+    planner call's median seconds and its mean split into prompt evaluation and generation (with the prompt
+    tokens evaluated and tokens generated), the median whole step, full-graph requests, recall, overflows
+    (episodes ended because a prompt exceeded the model's context, with the mean size of that prompt)."""
     header = (
-        f"{'agent':21s} {'distr':>5s} {'n':>3s} {'succ easy':>9s} {'succ hard':>9s} {'s/plan step':>11s} "
-        f"{'s/step all':>10s} {'planner tok/ep':>14s} {'median':>8s} {'total tok/ep':>12s} "
-        f"{'full-graph/ep':>13s} {'recall@1':>8s} {'recall fb':>9s} {'errors':>6s} {'overflows (prompt tok)':>22s}"
+        f"{'agent':21s} {'distr':>5s} {'n':>3s} {'easy':>5s} {'hard':>5s} {'all':>5s} {'steps':>5s} "
+        f"{'tok/step':>8s} {'tok/ep':>7s} {'s/call':>6s} {'eval s':>6s} {'gen s':>6s} {'eval tok':>8s} "
+        f"{'gen tok':>7s} {'s/step':>6s} {'full-graph':>10s} {'recall@1':>8s} {'recall fb':>9s} "
+        f"{'overflows (prompt tok)':>22s}"
     )
     lines = [header]
     for r in rows:
         lines.append(
-            f"{r.agent:21s} {r.n_distractors:5d} {r.episodes:3d} {_fmt(r.success_easy, '9.2f')} "
-            f"{_fmt(r.success_hard, '9.2f')} {_fmt(r.mean_planner_s_per_step, '11.1f')} "
-            f"{_fmt(r.mean_step_s, '10.1f')} {r.mean_planner_tokens:14.0f} {r.median_planner_tokens:8.0f} "
-            f"{r.mean_total_tokens:12.0f} "
-            f"{r.mean_full_graph_requests:13.2f} {_fmt(r.recall_first, '8.2f')} "
-            f"{_fmt(r.recall_after_feedback, '9.2f')} {r.errors:6d} "
+            f"{r.agent:21s} {r.n_distractors:5d} {r.episodes:3d} {_fmt(r.success_easy, '5.2f')} "
+            f"{_fmt(r.success_hard, '5.2f')} {r.success_all:5.2f} {r.mean_steps:5.1f} "
+            f"{_fmt(r.planner_tokens_per_step, '8.0f')} {r.mean_planner_tokens:7.0f} "
+            f"{_fmt(r.median_planner_s, '6.1f')} {_fmt(r.mean_prompt_eval_s, '6.1f')} "
+            f"{_fmt(r.mean_generation_s, '6.1f')} {_fmt(r.mean_evaluated_tokens, '8.0f')} "
+            f"{_fmt(r.mean_generated_tokens, '7.0f')} {_fmt(r.median_step_s, '6.1f')} "
+            f"{r.mean_full_graph_requests:10.2f} {_fmt(r.recall_first, '8.2f')} "
+            f"{_fmt(r.recall_after_feedback, '9.2f')} "
             f"{r.context_overflows:9d} ({_fmt(r.mean_overflow_prompt_tokens, '.0f'):>9s})"
         )
+    for r in rows:
+        ends = ", ".join(f"{k} {v}" for k, v in r.end_causes.items())
+        fails = ", ".join(f"{k} {v}" for k, v in r.step_failures.items()) or "none"
+        lines.append(f"{r.agent} d={r.n_distractors}: episodes: {ends}; failed steps: {fails}")
     return "\n".join(lines)
 
 
@@ -376,16 +615,8 @@ def measure_replayed_tokens(
             raise EmbodiedConfigError(
                 f"{kind.value} cannot be replayed: its self-queries need the planner's own thoughts"
             )
-        decider = ReplayDecider([(p.name, p.arguments) for p in plan], counter)
-        agent = EmbodiedPlanner(
-            model,
-            kind,
-            HOUSEHOLD,
-            embedder=embedder,
-            config=config,
-            subgraph_config=subgraph,
-            decider=decider,
-        )
+        steps = [(p.name, dict(p.arguments)) for p in plan]
+        agent = _replaying_agent(model, kind, steps, counter, embedder, config, subgraph)
         pre = pre_retrieval if kind.retrieves else None
         if kind.retrieves and pre is None:
             pre = agent.pre_retriever.run(task.instruction)
@@ -519,7 +750,7 @@ def replay_benchmark(
     pre_retriever = PreRetriever(retrieval_model or model, HOUSEHOLD.attribute_names)
     window = getattr(model, "context_window", None)
     report = ReplayReport([], model.name, window, pre_retrieval)
-    for index, task in enumerate(select_tasks(tasks)):
+    for task in select_tasks(tasks):
         pre = (
             pre_retriever.run(task.instruction)
             if pre_retrieval == "llm"
@@ -529,7 +760,7 @@ def replay_benchmark(
         if progress is not None:
             names = ", ".join(e.name for e in pre.entities)
             progress(f"{task.task_id} pre-retrieval ({pre_retrieval}, {pre.seconds:.0f} s): {names}")
-        style_name = style if style is not None else LAYOUT_STYLES[index % len(LAYOUT_STYLES)]
+        style_name = style if style is not None else cycled_style(task)
         for n in distractors:
             results = measure_replayed_tokens(
                 model,
@@ -609,9 +840,15 @@ RETRIEVAL_N_CTX = 4096
 def bench_models(spec: str | None = None, **options: Any) -> tuple[ChatModel, ChatModel]:
     """The planner model named by ``spec`` (see ``make_chat_model``) and the model for pre-retrieval and
     self-query: for a local GGUF a second instance of the same weights (own context, so each keeps its
-    prompt cache warm), else the same object."""
+    prompt cache warm), else the same object. A local planner keeps the longest cached prefix of its
+    prompts (``cache_reuse="longest"``): each step's prompt extends the previous one."""
+    import os
+
     from scenerag.llm.factory import make_chat_model
 
+    text = spec if spec is not None else os.environ.get("SCENERAG_LLM") or "local"
+    if text.strip().lower().startswith("local"):
+        options.setdefault("cache_reuse", "longest")
     planner = make_chat_model(spec, **options)
     if planner.name.startswith("local:"):
         from scenerag.llm.local import LocalChatModel
@@ -625,7 +862,7 @@ def run_embodied_bench(
     config: BenchmarkConfig,
     *,
     model_spec: str | None = None,
-    embedder_spec: str = "minilm",
+    embedder_spec: str = "minilm-numpy",
     progress: ProgressFn | None = None,
     on_episode: Callable[[EpisodeResult], None] | None = None,
 ) -> BenchmarkReport:
@@ -650,7 +887,7 @@ def run_replay_bench(
     pre_retrieval: str = "llm",
     style: str | None = "l_shape",
     seed: int = 0,
-    embedder_spec: str = "minilm",
+    embedder_spec: str = "minilm-numpy",
     progress: ProgressFn | None = None,
 ) -> ReplayReport:
     """``scenerag bench embodied --mode replay``: the model named by ``model_spec`` (its tokenizer counts

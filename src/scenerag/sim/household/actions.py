@@ -35,6 +35,12 @@ class ActionResult:
     message: str
     observation: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def error(self) -> str | None:
+        """The failure's code (``out_of_reach``, ``receptacle_closed``, ...); None on success."""
+        value = self.observation.get("error")
+        return None if value is None else str(value)
+
 
 @dataclass
 class Outcome:
@@ -53,19 +59,29 @@ def fail(error: str, message: str) -> Outcome:
 
 @dataclass(frozen=True)
 class Parameter:
+    """One string argument: ``kind`` ``object`` (a discovered object's id) or ``text`` (words; ``choices``
+    is their vocabulary for a planner's grammar, empty for any);
+    ``requires``: the ``(attribute, value)`` pairs an object must show to be a sensible argument (its
+    affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``)."""
+
     name: str
     description: str
     required: bool = True
+    kind: str = "object"
+    requires: tuple[tuple[str, Any], ...] = ()
+    choices: tuple[str, ...] = ()  # the words a text argument may take (empty: any)
 
 
 @dataclass(frozen=True)
 class ActionSpec:
-    """A planner-callable action: ``handler(env, **arguments) -> Outcome``."""
+    """A planner-callable action: ``handler(env, **arguments) -> Outcome``; ``hand``: what the robot's hand
+    must hold for it (``any``, ``empty``, ``holding``)."""
 
     name: str
     description: str
     parameters: tuple[Parameter, ...]
     handler: Callable[..., Outcome]
+    hand: str = "any"
 
     def json_schema(self) -> dict[str, Any]:
         return {
@@ -90,11 +106,16 @@ _OBJECT = Parameter(
 )
 
 
+def _object(*requires: tuple[str, Any]) -> Parameter:
+    """The ``object_id`` parameter of an action that only makes sense on objects showing ``requires``."""
+    return Parameter(_OBJECT.name, _OBJECT.description, requires=tuple(requires))
+
+
 def _action(
-    name: str, description: str, *parameters: Parameter
+    name: str, description: str, *parameters: Parameter, hand: str = "any"
 ) -> Callable[[Callable[..., Outcome]], Callable[..., Outcome]]:
     def register(handler: Callable[..., Outcome]) -> Callable[..., Outcome]:
-        ACTIONS[name] = ActionSpec(name, description, parameters, handler)
+        ACTIONS[name] = ActionSpec(name, description, parameters, handler, hand)
         return handler
 
     return register
@@ -263,8 +284,7 @@ def _go_to(env: HouseholdEnv, object_id: str) -> int:
 # -- exploration and perception --------------------------------------------------------------------
 @_action(
     "randomlyexplore",
-    "Move to a random location not visited yet and look all around; newly seen objects join the "
-    "discovered objects. Use it when the objects you need have not been discovered.",
+    "Go to a place not visited yet and look all around (discovers objects).",
 )
 def _randomlyexplore(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -298,7 +318,7 @@ def _summary(env: HouseholdEnv, object_id: str) -> dict[str, Any]:
 
 @_action(
     "getdiscoveredobjects",
-    "List every object discovered so far with its type, where it was last seen and its distance.",
+    "List every discovered object with its type, where it was last seen and its distance.",
 )
 def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered]
@@ -306,7 +326,7 @@ def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows})
 
 
-@_action("getvisibleobjects", "List the objects the agent sees right now, with their distance.")
+@_action("getvisibleobjects", "List the objects visible now, with their distance.")
 def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered if object_id in env.visible]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
@@ -315,8 +335,7 @@ def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "moveto",
-    "Navigate to the place in front of a discovered object (or of the receptacle holding it) and face it; "
-    "objects must be within arm's reach before you can interact with them.",
+    "Go next to a discovered object (or the receptacle holding it): objects must be within reach to act on.",
     _OBJECT,
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -337,8 +356,7 @@ def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "inspect",
-    "Report every attribute of a discovered object (state as last seen, e.g. isOpen, isDirty, temperature, "
-    "fillLiquid) and where it is.",
+    "Show every attribute of a discovered object as last seen, and where it is.",
     _OBJECT,
 )
 def _inspect(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -394,9 +412,14 @@ def match_object_types(query: str) -> list[str]:
 
 @_action(
     "search",
-    "Look for an object by type (e.g. 'Egg') or by id: go to the nearest place where one is, and reveal it. "
-    "If it is inside a closed receptacle, go there and name the receptacle to open.",
-    Parameter("query", "an object type such as 'Mug' or an object id such as 'Mug_2'"),
+    "Find an object by type (e.g. Egg) or id: go to the nearest one and reveal it; if it is inside a closed "
+    "receptacle, go there and name the receptacle to open.",
+    Parameter(
+        "query",
+        "an object type such as 'Mug' or an object id such as 'Mug_2'",
+        kind="text",
+        choices=tuple(sorted(CATALOG)),
+    ),
 )
 def _search(env: HouseholdEnv, query: str) -> Outcome:
     world = env.world
@@ -444,8 +467,7 @@ def _search(env: HouseholdEnv, query: str) -> Outcome:
 
 @_action(
     "adjustpositioning",
-    "Step to the best standing spot for the object you are working with (or the given one), face it, "
-    "and look all around to refresh what is visible and reachable.",
+    "Step to the best spot for the object you work with (or the given one) and look all around.",
     Parameter("object_id", _OBJECT.description, required=False),
 )
 def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outcome:
@@ -466,7 +488,12 @@ def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outco
 
 
 # -- manipulation -----------------------------------------------------------------------------------------
-@_action("pickup", "Pick up a discovered, reachable, pickupable object; the hand must be empty.", _OBJECT)
+@_action(
+    "pickup",
+    "Pick up a reachable object; the hand must be empty.",
+    _object(("pickupable", True), ("isPickedUp", False)),
+    hand="empty",
+)
 def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -487,10 +514,14 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "placeon",
-    "Put the held object on/in a discovered, reachable receptacle (counter, table, sink, fridge, drawer, "
-    "cabinet, pan, plate, microwave, toaster, coffee machine, stove burner, garbage can...). Closed "
-    "receptacles must be opened first; the object type must fit the receptacle.",
-    Parameter("receptacle_id", "id of the discovered receptacle, e.g. 'CounterTop_2'"),
+    "Put the held object in/on a reachable receptacle it fits (counter, table, sink, fridge, drawer, "
+    "cabinet, plate, pan, microwave, stove burner, garbage can...); open a closed one first.",
+    Parameter(
+        "receptacle_id",
+        "id of the discovered receptacle, e.g. 'CounterTop_2'",
+        requires=(("receptacle", True),),
+    ),
+    hand="holding",
 )
 def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     world = env.world
@@ -535,7 +566,11 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     return Outcome(True, f"Placed {held} {_preposition(env, target)} {target}.")
 
 
-@_action("open", "Open an openable object (fridge, cabinet, drawer, microwave...) within reach.", _OBJECT)
+@_action(
+    "open",
+    "Open a reachable fridge, cabinet, drawer, microwave...",
+    _object(("openable", True), ("isOpen", False)),
+)
 def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -554,7 +589,7 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     return Outcome(True, f"Opened {target}.{note}{inside}")
 
 
-@_action("close", "Close an open openable object within reach.", _OBJECT)
+@_action("close", "Close a reachable open object.", _object(("openable", True), ("isOpen", True)))
 def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -587,24 +622,28 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
 
 @_action(
     "toggleon",
-    "Switch on a toggleable object within reach (faucet, stove knob, microwave, toaster, "
-    "coffee machine, light switch). Stove burners are switched by their StoveKnob.",
-    _OBJECT,
+    "Switch on a reachable faucet, stove knob, microwave, toaster, coffee machine or light switch (a stove "
+    "burner is switched by its StoveKnob).",
+    _object(("toggleable", True), ("isToggled", False)),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
     return _switch(env, object_id, True)
 
 
-@_action("toggleoff", "Switch off a toggleable object within reach.", _OBJECT)
+@_action(
+    "toggleoff",
+    "Switch off a reachable object.",
+    _object(("toggleable", True), ("isToggled", True)),
+)
 def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
     return _switch(env, object_id, False)
 
 
 @_action(
     "slice",
-    "Slice a sliceable object within reach (bread, tomato, lettuce, apple, potato); you must be "
-    "holding a knife.",
-    _OBJECT,
+    "Slice a reachable bread, tomato, lettuce, apple or potato while holding a knife.",
+    _object(("sliceable", True), ("isSliced", False)),
+    hand="holding",
 )
 def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
     held = env.held
@@ -624,8 +663,8 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
 # -- liquids ------------------------------------------------------------------------------------------------
 @_action(
     "fillheldobjectwithwater",
-    "Fill the held container (cup, mug, bowl, pot, kettle, watering can) with "
-    "water from a running faucet within reach.",
+    "Fill the held container with water from a running faucet within reach.",
+    hand="holding",
 )
 def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -658,9 +697,9 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "pourwaterinto",
-    "Pour the liquid of the held container into a reachable object: a plant (waters it), "
-    "an empty container (fills it), or a sink / garbage can (empties the held container).",
-    _OBJECT,
+    "Pour the held liquid into a reachable plant or empty container.",
+    _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False)),
+    hand="holding",
 )
 def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
     world = env.world
