@@ -198,7 +198,9 @@ def main() -> None:
     parser.add_argument("--llm", default="local")
     parser.add_argument("--mode", default="agentic", choices=["agentic", "feedforward"])
     parser.add_argument("--max-tool-calls", type=int, default=3)
-    parser.add_argument("--candidates", type=int, default=3, help="candidate queries per round (1: greedy only)")
+    parser.add_argument(
+        "--candidates", type=int, default=3, help="candidate queries per round (1: greedy only)"
+    )
     parser.add_argument("--vote", default="adaptive", choices=["adaptive", "always"])
     parser.add_argument("--no-grammar", action="store_true", help="decode without the schema grammar")
     parser.add_argument("--no-plan", action="store_true", help="never plan a question in steps")

@@ -69,7 +69,9 @@ def test_prompt_schema_is_compact_and_rules_name_the_graphs_own_layers(store: Cy
     assert sum("CONTAINS*" in line for line in text.splitlines()) == 1
     assert sum("NOT directly contained" in line for line in full.splitlines()) == 5
     # the class in the rules' example is the graph's most common object class (no literal in the code)
-    counts = store.query("MATCH (o:Object) RETURN o.class AS c, count(*) AS n ORDER BY n DESC, c LIMIT 1").rows
+    counts = store.query(
+        "MATCH (o:Object) RETURN o.class AS c, count(*) AS n ORDER BY n DESC, c LIMIT 1"
+    ).rows
     rules = qa_rules(store.schema(), counts[0]["c"])
     assert "Floors hold objects only through rooms: (f:Floor)-[:CONTAINS*]->(o:Object)." in rules
     assert f"(o:Object {{class: '{counts[0]['c']}'}})" in rules and "places" not in rules

@@ -480,5 +480,3 @@ def test_more_forms_small_models_write(store: CypherStore, linker: EntityLinker)
     )
     assert hops.ok and "-[:MESH_PLACE_CONNECTED*..40]-(:MeshPlace)-[:CONTAINS]->(b:Object" in hops.query
     assert store.query(hops.query).rows
-
-

@@ -184,9 +184,8 @@ def _matches(rules: dict[str, str], rule: str, text: str) -> bool:
 def test_refused_words_are_left_out_of_the_free_text_grammar_in_any_spelling() -> None:
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from scenerag.agents.embodied.menu import _text_excluding, normalize_text
-
     from scenerag.agents.embodied import ActionParameter, ActionSpec
+    from scenerag.agents.embodied.menu import _text_excluding, normalize_text
 
     find = ActionSpec("find", "Find anything.", (ActionParameter("what", "words", kind="text"),))
     free = build_menu([find], ["find", "done"], {}, holding=False)
