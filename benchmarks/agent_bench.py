@@ -204,7 +204,7 @@ def main() -> None:
     parser.add_argument("--vote", default="adaptive", choices=["adaptive", "always"])
     parser.add_argument("--no-grammar", action="store_true", help="decode without the schema grammar")
     parser.add_argument("--no-plan", action="store_true", help="never plan a question in steps")
-    parser.add_argument("--examples-k", type=int, default=6, help="worked examples retrieved per question")
+    parser.add_argument("--examples-k", type=int, default=4, help="worked examples retrieved per question")
     parser.add_argument("--process", action="store_true", help="one scenerag ask process per question")
     parser.add_argument("--no-type-hint", action="store_true")
     add_record_argument(parser)

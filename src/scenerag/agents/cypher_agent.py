@@ -124,7 +124,7 @@ class CypherAgentConfig:
     plan: bool = True
     #: worked examples retrieved into the prompt (0: none); instructions get fewer: the 1.5B model copies
     #: the predicates of whatever examples it sees
-    examples_k: int = 6
+    examples_k: int = 4
     examples_k_pddl: int = 4
     #: user example files (YAML) added to the generated ones
     example_files: tuple[str, ...] = ()
