@@ -263,3 +263,14 @@ def test_forms_that_break_a_query_the_model_meant(store: CypherStore) -> None:
     assert notes and "WITH" not in fixed and int(_one(store, fixed)) > 0
     used = "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n RETURN r.nodeSymbol, n"
     assert drop_idle_with(used) == (used, [])
+
+
+def test_a_number_asked_of_something_absent_is_zero(store: CypherStore) -> None:
+    """Nodes listed for "how many" where nothing matches count 0; a measure of nothing stays not found."""
+    absent = "MATCH (o:Object {class: 'flora'}) RETURN o.nodeSymbol"
+    agent, _ = scripted_agent(store, [absent])
+    result = agent.run("How many potted plants are there?", answer_type="number")
+    assert result.answer == "0"
+    measure = "MATCH (a:Object {class: 'flora'}), (b:Object {nodeSymbol: 'O43'}) RETURN point.distance(a.center, b.center)"
+    agent, _ = scripted_agent(store, [measure])
+    assert agent.run("How far is the plant from the bike?", answer_type="number").answer != "0"

@@ -227,6 +227,31 @@ def test_format_rows_shapes() -> None:
     assert format_rows(["a", "b", "c"], [{"a": 1, "b": 2, "c": 3}, {"a": 4, "b": 5, "c": 6}]) is None
 
 
+def test_format_rows_collected_and_split_shapes() -> None:
+    """Shapes a correct query may return its answer in: an empty collect(), collected [key, value] pairs,
+    a position returned as three coordinates."""
+    empty = format_rows(
+        ["l"], [{"l": []}], query="RETURN collect(DISTINCT o.nodeSymbol) AS l", answer_type="set"
+    )
+    assert empty == NOT_FOUND
+    pairs = format_rows(
+        ["pairs"], [{"pairs": [["R1", 27], ["R2", 8]]}], query="RETURN collect([room, n])", answer_type="dict"
+    )
+    assert sldp_equal(pairs, "{R1: 27, R2: 8}")
+    xyz = format_rows(["x", "y", "z"], [{"x": -2.17, "y": -2.85, "z": -0.23}], answer_type="point")
+    assert sldp_equal(xyz, "POINT(-2.17 -2.85 -0.23)")
+    assert format_rows(["x", "y"], [{"x": 1.0, "y": 2.0}], answer_type="point") != "POINT(1 2)"
+
+
+def test_yes_no_and_true_false_are_one_answer() -> None:
+    from scenerag.eval.questions import Question
+
+    q = Question(uid="t", question="Is there a bed in a hallway?", solution="false")
+    assert q.is_correct("no") and q.is_correct("false") and not q.is_correct("yes")
+    assert Question(uid="u", question="Is R1 next to R2?", solution="yes").is_correct("true")
+    assert not Question(uid="v", question="Which room?", solution="R1").is_correct("no")
+
+
 # -- goal sketches -------------------------------------------------------------------------------------
 def _classes(graph: SceneGraph):
     def resolve(name: str, kind: str) -> list[str]:

@@ -55,6 +55,7 @@ def test_correct_queries_are_in_the_language(grammar: Grammar, query: str) -> No
             "lamp",
         ),  # a value neither graph nor question has
         ("MATCH (o:Object) RETURN o.label", "label"),  # no such property
+        ("MATCH (o:Object {nodeSymbol: 'doors'}) RETURN o", "doors"),  # a question word is no symbol
         ("SELECT * FROM objects", "SELECT"),  # not a read clause
     ],
 )

@@ -89,8 +89,8 @@ def _flatten(cells: Sequence[Any]) -> list[Any]:
     """Cells of a column, with ``collect()`` lists unpacked (a list of points or numbers stays a value)."""
     out: list[Any] = []
     for c in cells:
-        if isinstance(c, list) and c and not all(isinstance(x, (int, float)) for x in c):
-            out.extend(c)
+        if isinstance(c, list) and (not c or not all(isinstance(x, (int, float)) for x in c)):
+            out.extend(c)  # an empty collect() holds no item
         else:
             out.append(c)
     return out
@@ -165,11 +165,12 @@ def format_rows(
             return _as_set_or_list([c for c in columns if c not in constant], rows, None, False)
         if not wants_position:
             return _as_set_or_list(columns, rows, None, _asks_order(question, query, words))
-    col = _pick_column(
-        columns,
-        rows,
-        answer_type or ("point" if words.has_any(question, words.position_words) else None),
-    )
+    want = answer_type or ("point" if words.has_any(question, words.position_words) else None)
+    if want == "point" and not any(_is_point(r.get(c)) for r in rows for c in columns):
+        point = _point_of_columns(columns, rows)
+        if point is not None:
+            return point
+    col = _pick_column(columns, rows, want)
     cells = [r.get(col) for r in rows]
     if answer_type in ("number", "string", "point") or (answer_type is None and single and len(rows) == 1):
         if answer_type == "number" and len(rows) > 1 and not all(isinstance(c, (int, float)) for c in cells):
@@ -242,6 +243,8 @@ def _as_dict(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
     if len(columns) == 1 and len(rows) == 1 and isinstance(rows[0].get(columns[0]), dict):
         mapping = rows[0][columns[0]]
         items = [(str(k), _value(v)) for k, v in mapping.items()]
+    elif len(columns) == 1 and len(rows) == 1 and _pair_list(rows[0].get(columns[0])):
+        items = [(str(k), _value(v)) for k, v in rows[0][columns[0]]]  # collect([key, value])
     elif len(columns) >= 2:
         items = [(str(r.get(columns[0])), _value(r.get(columns[1]))) for r in rows]
     else:
@@ -249,6 +252,25 @@ def _as_dict(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
     if any(v is None for _, v in items):
         return None
     return format_sldp(SldpDict(tuple((SldpString(k), v) for k, v in items)))  # type: ignore[misc]
+
+
+def _pair_list(cell: Any) -> bool:
+    """Whether ``cell`` is a list of [key, value] pairs with string keys (``collect([r.nodeSymbol, n])``)."""
+    return (
+        isinstance(cell, list)
+        and bool(cell)
+        and all(isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in cell)
+    )
+
+
+def _point_of_columns(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
+    """One row of exactly three numbers (x, y, z returned apart) as a point; None for other shapes."""
+    if len(rows) != 1 or len(columns) != 3:
+        return None
+    cells = [rows[0].get(c) for c in columns]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells):
+        return None
+    return format_sldp(SldpPoint(tuple(round(float(v), 3) for v in cells)))
 
 
 def _return_clause(query: str) -> str:

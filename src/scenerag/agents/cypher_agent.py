@@ -103,6 +103,17 @@ VotePolicy = Literal["adaptive", "always"]
 _MAX_GRAMMAR_SYMBOLS = 5000
 
 
+def _measures(query: str) -> bool:
+    """Whether the RETURN clause computes a measure (distance, aggregate, coordinate) rather than naming
+    nodes."""
+    idx = query.upper().rfind("RETURN")
+    clause = query[idx:] if idx >= 0 else query
+    return (
+        re.search(r"\b(?:distance|avg|sum|min|max|round|abs|sqrt)\s*\(|\.(?:center|[xyz])\b", clause, re.I)
+        is not None
+    )
+
+
 @dataclass
 class CypherAgentConfig:
     """Settings of one ``CypherAgent`` variant."""
@@ -740,7 +751,11 @@ class CypherAgent:
             return outcome
         outcome.result = result
         if not result.rows:
-            counts = answer_type == "number" and re.search(r"\bcount\s*\(", ran or query, re.I)
+            # a number asked of nothing: a count (or listed nodes, which the formatter would count) is 0;
+            # a measure of nothing (a distance, an average) has no value
+            counts = answer_type == "number" and (
+                re.search(r"\bcount\s*\(", ran or query, re.I) or not _measures(ran or query)
+            )
             yes_no = self.words.is_yes_no(question) and answer_type in (None, "string")
             outcome.answer = self.words.yes_no(False) if yes_no else ("0" if counts else NOT_FOUND)
             doubts = self._doubts(ran or query, question, links, None)

@@ -146,6 +146,11 @@ def cypher_grammar(schema: GraphSchema, strings: Iterable[str], *, symbol_patter
     pattern = [seq(Chars("A-Za-z"), plus(Chars("0-9")))] if symbol_pattern or not values else []
     rules["value"] = alt(*listed, *pattern)
     rules["string"] = alt(seq("'", Ref("value"), "'"), seq('"', Ref("value"), '"'))
+    # a node's symbol in its pattern ({nodeSymbol: '…'}) is one of the symbols (or symbol-shaped)
+    symbols = sorted(v for v in values if ont.has_symbol_shape(v))
+    symbol_value = alt(*([one_of(symbols)] if symbols else []), *pattern) if symbols or pattern else None
+    if symbol_value is not None:
+        rules["symbol-string"] = alt(seq("'", symbol_value, "'"), seq('"', symbol_value, '"'))
     rules["punct"] = one_of(_PUNCT)
     # map literals: a key, then ':' (only after '{' or ',', so "(o:Light" cannot pass as a map)
     rules["map-key"] = alt(
@@ -160,9 +165,16 @@ def cypher_grammar(schema: GraphSchema, strings: Iterable[str], *, symbol_patter
     # -- patterns: nodes of each label, and the hops a label allows --------------------------------------
     rules["hops"] = seq("*", opt(plus(Chars("0-9"))), opt(seq("..", opt(plus(Chars("0-9"))))))
     rules["pvalue"] = alt(Ref("string"), Ref("number"), Ref("prop"), Ref("ident"))
+    symbol_pvalue = (
+        alt(Ref("symbol-string"), Ref("prop"), Ref("ident")) if "symbol-string" in rules else Ref("pvalue")
+    )
     for label in labels:
         keys = node_keys[label] or [ont.SYMBOL_KEY]
-        kv = seq(one_of(keys), opt(sp), ":", opt(sp), Ref("pvalue"))
+        others = [k for k in keys if k != ont.SYMBOL_KEY]
+        kv = alt(
+            *([seq(one_of(others), opt(sp), ":", opt(sp), Ref("pvalue"))] if others else []),
+            *([seq(ont.SYMBOL_KEY, opt(sp), ":", opt(sp), symbol_pvalue)] if ont.SYMBOL_KEY in keys else []),
+        )
         props = seq("{", opt(sp), kv, star(seq(opt(sp), ",", opt(sp), kv)), opt(sp), "}")
         rules[label_rule[label]] = seq(
             "(", opt(sp), opt(Ref("ident")), opt(sp), ":", opt(sp), label, opt(sp), opt(props), opt(sp), ")"

@@ -63,10 +63,23 @@ class Question(BaseModel):
                 return False
         from scenerag.lang.sldp import SldpParseError, sldp_equal
 
+        truth = _truth_value(answer), _truth_value(self.solution)
+        if None not in truth:
+            return truth[0] == truth[1]
         try:
             return sldp_equal(answer, self.solution)
         except SldpParseError:
             return False
+
+
+def _truth_value(text: str) -> bool | None:
+    """A yes/no answer's truth value: the language's yes/no words (``agents/words``) or SLDP's rendering of a
+    boolean (``true``/``false``) — "no" and "false" answer "Is there a bed?" alike. None for anything else."""
+    from scenerag.agents.words import load_words
+
+    word = text.strip().strip("'\"").lower()
+    yes, no = (w.lower() for w in load_words().yes_no_answer)
+    return {yes: True, "true": True, no: False, "false": False}.get(word)
 
 
 class QuestionSet(BaseModel):
