@@ -28,13 +28,14 @@ from scenerag.lang.sldp import (
     format_sldp,
 )
 
-__all__ = ["NOT_FOUND", "format_rows", "is_yes_no_question"]
+__all__ = ["NOT_FOUND", "format_rows", "is_yes_no_question", "zero_when_nothing_matches"]
 
 NOT_FOUND = "<>"
 """The SLDP answer for "nothing in the graph matches": the empty set."""
 
 _AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stdev|percentile\w*)\s*\(", re.I)
 _LIMIT1 = re.compile(r"\bLIMIT\s+1\b", re.I)
+_MEASURE = re.compile(r"\b(?:distance|avg|sum|min|max|round|abs|sqrt)\s*\(|\.(?:center|[xyz])\b", re.I)
 
 
 def is_yes_no_question(question: str, words: Words | None = None) -> bool:
@@ -271,6 +272,14 @@ def _point_of_columns(columns: list[str], rows: list[dict[str, Any]]) -> str | N
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells):
         return None
     return format_sldp(SldpPoint(tuple(round(float(v), 3) for v in cells)))
+
+
+def zero_when_nothing_matches(query: str) -> bool:
+    """Whether a number asked by ``query`` is 0 when nothing matches: it counts, or lists nodes (which
+    would be counted); a measure of nothing (a distance, an average, a coordinate) has no value."""
+    if re.search(r"\bcount\s*\(", query, re.I):
+        return True
+    return _MEASURE.search(_return_clause(query) or query) is None
 
 
 def _return_clause(query: str) -> str:

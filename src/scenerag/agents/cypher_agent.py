@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from scenerag.agents import prompts
-from scenerag.agents.answer_format import NOT_FOUND, format_rows
+from scenerag.agents.answer_format import NOT_FOUND, format_rows, zero_when_nothing_matches
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
@@ -101,17 +101,6 @@ VotePolicy = Literal["adaptive", "always"]
 
 #: symbols listed in the grammar one by one up to this many; above, any symbol-shaped string may be written
 _MAX_GRAMMAR_SYMBOLS = 5000
-
-
-def _measures(query: str) -> bool:
-    """Whether the RETURN clause computes a measure (distance, aggregate, coordinate) rather than naming
-    nodes."""
-    idx = query.upper().rfind("RETURN")
-    clause = query[idx:] if idx >= 0 else query
-    return (
-        re.search(r"\b(?:distance|avg|sum|min|max|round|abs|sqrt)\s*\(|\.(?:center|[xyz])\b", clause, re.I)
-        is not None
-    )
 
 
 @dataclass
@@ -751,11 +740,7 @@ class CypherAgent:
             return outcome
         outcome.result = result
         if not result.rows:
-            # a number asked of nothing: a count (or listed nodes, which the formatter would count) is 0;
-            # a measure of nothing (a distance, an average) has no value
-            counts = answer_type == "number" and (
-                re.search(r"\bcount\s*\(", ran or query, re.I) or not _measures(ran or query)
-            )
+            counts = answer_type == "number" and zero_when_nothing_matches(ran or query)
             yes_no = self.words.is_yes_no(question) and answer_type in (None, "string")
             outcome.answer = self.words.yes_no(False) if yes_no else ("0" if counts else NOT_FOUND)
             doubts = self._doubts(ran or query, question, links, None)

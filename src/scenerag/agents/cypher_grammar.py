@@ -98,6 +98,10 @@ def _case_insensitive(word: str) -> Node:
     return seq(*parts)
 
 
+def _quoted(value: Node) -> Node:
+    return alt(seq("'", value, "'"), seq('"', value, '"'))
+
+
 def _rule(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "x"
 
@@ -145,12 +149,12 @@ def cypher_grammar(schema: GraphSchema, strings: Iterable[str], *, symbol_patter
     listed = [one_of(values)] if values else []
     pattern = [seq(Chars("A-Za-z"), plus(Chars("0-9")))] if symbol_pattern or not values else []
     rules["value"] = alt(*listed, *pattern)
-    rules["string"] = alt(seq("'", Ref("value"), "'"), seq('"', Ref("value"), '"'))
+    rules["string"] = _quoted(Ref("value"))
     # a node's symbol in its pattern ({nodeSymbol: '…'}) is one of the symbols (or symbol-shaped)
     symbols = sorted(v for v in values if ont.has_symbol_shape(v))
-    symbol_value = alt(*([one_of(symbols)] if symbols else []), *pattern) if symbols or pattern else None
-    if symbol_value is not None:
-        rules["symbol-string"] = alt(seq("'", symbol_value, "'"), seq('"', symbol_value, '"'))
+    symbol_values = ([one_of(symbols)] if symbols else []) + pattern
+    if symbol_values:
+        rules["symbol-string"] = _quoted(alt(*symbol_values))
     rules["punct"] = one_of(_PUNCT)
     # map literals: a key, then ':' (only after '{' or ',', so "(o:Light" cannot pass as a map)
     rules["map-key"] = alt(
@@ -165,9 +169,7 @@ def cypher_grammar(schema: GraphSchema, strings: Iterable[str], *, symbol_patter
     # -- patterns: nodes of each label, and the hops a label allows --------------------------------------
     rules["hops"] = seq("*", opt(plus(Chars("0-9"))), opt(seq("..", opt(plus(Chars("0-9"))))))
     rules["pvalue"] = alt(Ref("string"), Ref("number"), Ref("prop"), Ref("ident"))
-    symbol_pvalue = (
-        alt(Ref("symbol-string"), Ref("prop"), Ref("ident")) if "symbol-string" in rules else Ref("pvalue")
-    )
+    symbol_pvalue = alt(Ref("symbol-string"), Ref("prop"), Ref("ident")) if symbol_values else Ref("pvalue")
     for label in labels:
         keys = node_keys[label] or [ont.SYMBOL_KEY]
         others = [k for k in keys if k != ont.SYMBOL_KEY]
