@@ -165,6 +165,11 @@ def test_the_language_is_data(tmp_path: Path) -> None:
         load_words("en", [bad])
     with pytest.raises(WordsError, match="no words for language"):
         load_words("xx")
+    assert words.word_forms("shelves")[:2] == ["shelves", "shelf"] and "box" in words.word_forms("boxes")
+    endings = tmp_path / "endings.yaml"
+    endings.write_text("singular_endings: [[ies, y], [ves]]\n")
+    with pytest.raises(WordsError, match=r"endings\.yaml: singular_endings"):
+        load_words("en", [endings])
 
 
 # -- repairs of forms that cannot mean anything ------------------------------------------------------------

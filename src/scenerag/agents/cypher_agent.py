@@ -44,7 +44,7 @@ from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
 from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch, sketch_grammar
 from scenerag.agents.grounding import PddlGrounder
-from scenerag.agents.linking import EntityLinker, Link, mask_question, word_forms
+from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
@@ -454,7 +454,9 @@ class CypherAgent:
         words = set(re.findall(r"[a-z0-9_]+", said))
         dropped = []
         for link in self.linker().link(question):
-            forms = {f for m in link.mentions for f in word_forms(m.lower())} | {link.value.lower()}
+            forms = {f for m in link.mentions for f in self.words.word_forms(m.lower())} | {
+                link.value.lower()
+            }
             forms |= {s.lower() for s in link.symbols}
             if not any((f in words) or (" " in f and f in said) for f in forms):
                 dropped.append(link.mention)
@@ -851,7 +853,7 @@ class CypherAgent:
             form: (link.label, link.key, link.value)
             for link in links
             for mention in link.mentions
-            for form in word_forms(mention.lower())
+            for form in self.words.word_forms(mention.lower())
             if form != link.value.lower()
         }
         return repair_mentions(cypher, mentions, self.store.schema())

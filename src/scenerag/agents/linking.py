@@ -216,7 +216,7 @@ class EntityLinker:
             elif (
                 word not in self.words.stop
                 and len(word) > 2
-                and not set(word_forms(word)) & vocab.label_words
+                and not set(self.words.word_forms(word)) & vocab.label_words
             ):
                 unmatched.append(word)
             i += 1
@@ -246,12 +246,12 @@ class EntityLinker:
         if not word or word in stop or word.rstrip("s") in stop:
             return []  # "objects", "room": generic words, even where a class has that name
         vocab = self.vocabulary()
-        if any(form in vocab.label_words for form in word_forms(word)):
+        if any(form in vocab.label_words for form in self.words.word_forms(word)):
             return []  # "floor" names the Floor layer, not Object.mount = 'floor'
-        for form in word_forms(word):
+        for form in self.words.word_forms(word):
             if form in vocab.values:
                 return self._value_links(form, word, "exact")
-        for form in word_forms(word):
+        for form in self.words.word_forms(word):
             for target in self.lexicon.get(form, ()):
                 if target in vocab.values:
                     return self._value_links(target, word, "lexicon")
@@ -387,18 +387,10 @@ def _floor_words(floors: Sequence[str], words: Words) -> dict[str, str]:
     return out
 
 
-def word_forms(word: str) -> list[str]:
-    """The word and its singular candidates (chairs -> chair, boxes -> box, shelves -> shelf)."""
-    forms = [word]
-    if word.endswith("ies"):
-        forms.append(word[:-3] + "y")
-    if word.endswith("ves"):
-        forms.append(word[:-3] + "f")
-    if word.endswith("es"):
-        forms.append(word[:-2])
-    if word.endswith("s"):
-        forms.append(word[:-1])
-    return forms
+def word_forms(word: str, words: Words | None = None) -> list[str]:
+    """The word and its singular candidates (chairs -> chair, boxes -> box, shelves -> shelf) by the endings
+    of ``words``' language (default English)."""
+    return (words or load_words()).word_forms(word)
 
 
 def _without_restated_classes(links: list[Link], lowered: str) -> list[Link]:

@@ -58,6 +58,8 @@ class Words:
     answer_words: tuple[str, ...] = ()
     mass_nouns: frozenset[str] = frozenset()
     mass_noun_endings: tuple[str, ...] = ()
+    #: (plural ending, singular ending) pairs, tried in order: ("ies", "y") for batteries -> battery
+    singular_endings: tuple[tuple[str, str], ...] = ()
     #: the answers to a yes/no question (for true, for false)
     yes_no_answer: tuple[str, str] = ("yes", "no")
     list_join: tuple[str, str] = (", ", " and ")
@@ -93,6 +95,14 @@ class Words:
         return self.starts_with_any(question, self.yes_no_starts) and not self.has_any(
             question, self.asks_more
         )
+
+    def word_forms(self, word: str) -> list[str]:
+        """``word`` and its singular candidates by the language's endings (shelves -> shelf)."""
+        return [word] + [
+            word[: len(word) - len(plural)] + singular
+            for plural, singular in self.singular_endings
+            if word.endswith(plural)
+        ]
 
     def yes_no(self, value: bool) -> str:
         """The answer to a yes/no question for ``value``."""
@@ -140,6 +150,8 @@ def _merge(files: Sequence[Path]) -> Words:
             if not isinstance(word, str):
                 raise WordsError(f"{path}: lexicon: {word!r} is not a word")
             lexicon[word.lower()] = tuple(c for c in _flat(classes))
+        if "singular_endings" in data:
+            extra["singular_endings"] = _endings(data["singular_endings"], path)
         for key in ("plan_intro", "plan_examples", "list_join", "yes_no_answer"):
             if key in data:
                 extra[key] = data[key]
@@ -164,6 +176,7 @@ def _merge(files: Sequence[Path]) -> Words:
         answer_words=tuple(lists.get("answer_words", ())),
         mass_nouns=frozenset(lists.get("mass_nouns", ())),
         mass_noun_endings=tuple(lists.get("mass_noun_endings", ())),
+        singular_endings=extra.get("singular_endings", ()),
         list_join=_join(extra.get("list_join")),
         yes_no_answer=_pair(extra.get("yes_no_answer"), ("yes", "no")),
         plan_intro=" ".join(str(extra.get("plan_intro", "")).split()),
@@ -174,6 +187,15 @@ def _merge(files: Sequence[Path]) -> Words:
 def _pair(value: Any, default: tuple[str, str]) -> tuple[str, str]:
     words = _flat(value) if value is not None else []
     return (words[0], words[1]) if len(words) == 2 else default
+
+
+def _endings(value: Any, path: Path) -> tuple[tuple[str, str], ...]:
+    pairs = value or ()
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(e, str) for e in p) for p in pairs
+    ):
+        raise WordsError(f"{path}: singular_endings: expected [plural ending, singular ending] pairs")
+    return tuple((plural.lower(), singular.lower()) for plural, singular in pairs)
 
 
 def _join(value: Any) -> tuple[str, str]:
