@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import CodeType, FunctionType
 from typing import Any
@@ -101,6 +102,15 @@ def bolt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"bolt://root:{BOLT_PASSWORD}@127.0.0.1:{bolt_port}/scenes"
     finally:
         server.stop()
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Wait until ``condition`` holds; fail the test (never hang) after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
 
 
 def one_value(store: CypherStore, query: str) -> str:

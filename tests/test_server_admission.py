@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import pytest
 
+from conftest import wait_for
 from scenerag import SceneGraph
 from scenerag.serve import BackgroundServer, SceneService, ServerConfig, ServiceError
 from scenerag.serve.admission import Admission
@@ -203,15 +204,6 @@ def test_syntax_and_semantic_errors_are_found_without_running(store: CypherStore
 # -- the server ----------------------------------------------------------------------------------------------
 
 
-def _until(condition: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
-    """Wait for ``condition``; fail the test (never hang) if it does not hold within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout_s:.0f} s waiting until {what}")
-        time.sleep(0.02)
-
-
 def _busy_server(store: CypherStore, **config: object) -> tuple[SceneService, BackgroundServer]:
     service = SceneService(store, ServerConfig(rate_limit_per_s=None, **config))  # type: ignore[arg-type]
     return service, BackgroundServer(create_app(service))
@@ -221,7 +213,7 @@ def test_bad_requests_are_refused_while_every_slot_is_busy(store: CypherStore) -
     service, server = _busy_server(store, query_slots=1, heavy_slots=1, queue_limit=4)
     with server as srv, httpx2.Client(base_url=srv.url, timeout=30) as c, ThreadPoolExecutor(2) as pool:
         slow = pool.submit(c.post, "/cypher", json={"query": SLOW, "timeout_s": 4})
-        _until(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
+        wait_for(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
         for body, status in [
             ({"query": "MATCH (o:Object RETURN o"}, 400),
             ({"query": "MATCH (o:Objekt) RETURN o"}, 400),
@@ -241,7 +233,7 @@ def test_a_query_that_cannot_start_in_time_gets_503_with_retry_after(store: Cyph
     service, server = _busy_server(store, query_slots=1, heavy_slots=1, queue_limit=4)
     with server as srv, httpx2.Client(base_url=srv.url, timeout=30) as c, ThreadPoolExecutor(2) as pool:
         slow = pool.submit(c.post, "/cypher", json={"query": SLOW, "timeout_s": 5})
-        _until(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
+        wait_for(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
         start = time.monotonic()
         r = c.post("/cypher", json={"query": LOOKUP, "timeout_s": 1})
         waited = time.monotonic() - start
@@ -263,9 +255,9 @@ def test_health_answers_while_the_queue_is_full(store: CypherStore) -> None:
         # deadlines with slack for a slow machine: the slow query must still hold the slot while the
         # four lookups arrive (a 3 s deadline could end before they are queued, and nothing would wait)
         jobs = [pool.submit(post, {"query": SLOW, "timeout_s": 8})]
-        _until(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
+        wait_for(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
         jobs += [pool.submit(post, {"query": LOOKUP, "timeout_s": 10}) for _ in range(4)]
-        _until(lambda: service.admission.stats()["queued"] >= 4, "four lookups wait in the queue")
+        wait_for(lambda: service.admission.stats()["queued"] >= 4, "four lookups wait in the queue")
         with httpx2.Client(base_url=srv.url, timeout=5) as c:
             start = time.monotonic()
             health = c.get("/health")

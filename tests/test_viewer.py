@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import wait_for
 from scenerag import SceneGraph
 from scenerag.graph import ontology as ont
 from scenerag.llm import ScriptedChatModel
@@ -161,14 +162,6 @@ CLICK_BUTTON_JS = """
   return 'ok';
 })
 """
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def highlight_pixels(image: np.ndarray) -> int:
