@@ -104,12 +104,15 @@ def bolt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    """Wait until ``condition`` holds; fail the test (never hang) after ``timeout`` seconds."""
+def wait_for(
+    condition: Callable[[], bool], what: str, timeout: float = 30.0, detail: Callable[[], str] | None = None
+) -> None:
+    """Wait until ``condition`` holds; fail the test (never hang) after ``timeout`` seconds, with
+    ``detail()`` in the message when given."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what}" + (f": {detail()}" if detail else ""))
         time.sleep(0.02)
 
 

@@ -253,11 +253,23 @@ def test_health_answers_while_the_queue_is_full(store: CypherStore) -> None:
                 return c.post("/cypher", json=body).status_code
 
         # deadlines with slack for a slow machine: the slow query must still hold the slot while the
-        # four lookups arrive (a 3 s deadline could end before they are queued, and nothing would wait)
-        jobs = [pool.submit(post, {"query": SLOW, "timeout_s": 8})]
+        # four lookups arrive (a 3 s deadline could end before they are queued, and nothing would wait;
+        # one full-suite run on a fresh checkout saw that even with 8 s)
+        jobs = [pool.submit(post, {"query": SLOW, "timeout_s": 20})]
         wait_for(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
-        jobs += [pool.submit(post, {"query": LOOKUP, "timeout_s": 10}) for _ in range(4)]
-        wait_for(lambda: service.admission.stats()["queued"] >= 4, "four lookups wait in the queue")
+        jobs += [pool.submit(post, {"query": LOOKUP, "timeout_s": 25}) for _ in range(4)]
+
+        def state() -> str:
+            done = [
+                j.result() if j.done() and j.exception() is None else repr(j.exception())
+                for j in jobs
+                if j.done()
+            ]
+            return f"admission {service.admission.stats()}; finished requests (slow first): {done}"
+
+        wait_for(
+            lambda: service.admission.stats()["queued"] >= 4, "four lookups wait in the queue", 15, state
+        )
         with httpx2.Client(base_url=srv.url, timeout=5) as c:
             start = time.monotonic()
             health = c.get("/health")
