@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx2
 import pytest
 
-from conftest import wait_for
+from conftest import settle_jvm, wait_for
 from scenerag import SceneGraph
 from scenerag.serve import BackgroundServer, SceneService, ServerConfig, ServiceError
 from scenerag.serve.admission import Admission
@@ -205,6 +205,7 @@ def test_syntax_and_semantic_errors_are_found_without_running(store: CypherStore
 
 
 def _busy_server(store: CypherStore, **config: object) -> tuple[SceneService, BackgroundServer]:
+    settle_jvm()  # these tests time requests: no cleanup left by earlier tests may hold the GIL meanwhile
     service = SceneService(store, ServerConfig(rate_limit_per_s=None, **config))  # type: ignore[arg-type]
     return service, BackgroundServer(create_app(service))
 
