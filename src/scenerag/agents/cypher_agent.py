@@ -41,8 +41,8 @@ from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_
 from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
-from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example
-from scenerag.agents.goal_sketch import SketchError, resolve_sketch, sketch_grammar
+from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example, unclash
+from scenerag.agents.goal_sketch import SketchError, resolve_sketch, sketch_grammar, verb_problems
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
@@ -201,13 +201,6 @@ _PDDL_INTRO = (
     "querying the graph database with Cypher when needed."
 )
 PDDL_SYSTEM_START = _PDDL_INTRO
-_PDDL_RULES = (
-    "Rules: a goal sketch is a PDDL goal whose arguments are node symbols (O12, R3, P25) or, in brackets, "
-    "what the instruction calls the node with all it says of it: [{a}], [{a} closest to the {b}], "
-    "[{b} in {r}]. (all ...) means every one, "
-    "otherwise any one will do. Ordered steps: visited-* for the earlier steps, at-*/in-room for the last. "
-    "Avoiding a room means never visiting it: (not (visited-room ...)).\nReply with Goal: ... only."
-)
 _STOP = ("\n\nQ:", "\nQ:", "\n\n", "\nInstruction:", "<|im_end|>", "```\n")
 
 
@@ -252,6 +245,7 @@ class CypherAgent:
         self._strings: tuple[frozenset[str], bool] | None = None
         self._deadline: float | None = None
         self._system: dict[str, str] = {}
+        self._symbols_by_kind: dict[str, list[str]] | None = None
 
     @property
     def name(self) -> str:
@@ -305,7 +299,7 @@ class CypherAgent:
                     _PDDL_INTRO,
                     schema,
                     "Goal predicates:\n" + self.domain.describe(),
-                    _PDDL_RULES.format(a=a, b=b, r=r),
+                    self.words.goal_rules.format(a=a, b=b, r=r),
                 ]
             )
         else:
@@ -527,6 +521,10 @@ class CypherAgent:
                 self.progress.stage("examples")
                 masked = mask_question(question, links)
                 examples = self.library().retrieve(question, k, task=task, masked=masked)
+                if task == "pddl":
+                    named = {link.value for link in links if link.key == ont.SYMBOL_KEY}
+                    spare = [s for symbols in self._kind_symbols().values() for s in symbols]
+                    examples = [unclash(e, named, spare) for e in examples]
             timings["retrieve"] = time.perf_counter() - mark
             state.result.context.update(
                 links=[link.describe() for link in links], examples=[e.question for e in examples]
@@ -1091,6 +1089,36 @@ class CypherAgent:
         words = [w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop]
         return bool(links) and bool(words)
 
+    def _named_node(self, phrase: str, links: Sequence[Link]) -> str | None:
+        """The one node ``phrase`` names by its symbol, with at most its own class or layer beside it
+        ("hallway R5", "mesh place P754"); None when the phrase says anything else."""
+        named = [link for link in links if link.key == ont.SYMBOL_KEY]
+        if len(named) != 1:
+            return None
+        symbol = named[0].value
+        rows = self.store.query(
+            f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} = $s RETURN n.{ont.CLASS_KEY} AS c",
+            {"s": symbol},
+            max_rows=2,
+        ).rows
+        own = {str(r["c"]).lower() for r in rows if r.get("c")}
+        if any(
+            link is not named[0] and (link.key != ont.CLASS_KEY or link.value.lower() not in own)
+            for link in links
+        ):
+            return None
+        rest = phrase.lower()
+        for link in links:
+            for mention in link.mentions:
+                rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
+        for word in sorted(self.words.layer_words, key=len, reverse=True):
+            rest = re.sub(rf"\b{re.escape(word)}\b", " ", rest)
+        left = " ".join(w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop)
+        if not left or left in {c.replace("_", " ") for c in own}:
+            return symbol
+        again = self.linker().link(left)  # "hallway R5": the class beside its own node is not linked there
+        return symbol if again and all(link.value.lower() in own for link in again) else None
+
     def _classes(self, name: str, kind: str) -> list[str]:
         """Symbols of the nodes of ``kind`` that ``name`` describes: a class ("trash", "wastebin") gives its
         members; a longer description ("box closest to the bicycle") is answered by the QA pipeline."""
@@ -1098,10 +1126,14 @@ class CypherAgent:
         labels = spec.labels if spec is not None else ()
         phrase = name.strip()
         links = self.linker().link(phrase)
+        named = self._named_node(phrase, links)
+        if named is not None:
+            return [named]
         if self._describes_more(phrase, links):
             return self._resolve_phrase(phrase, kind, labels)
         values = [phrase.lower().replace(" ", "_")]
         values += [link.value for link in links if link.key == ont.CLASS_KEY]
+        other: list[str] = []
         for value in dict.fromkeys(values):
             rows = self.store.query(
                 "MATCH (n) WHERE n.class = $c RETURN n.nodeSymbol AS s, labels(n) AS l ORDER BY s",
@@ -1111,7 +1143,10 @@ class CypherAgent:
             found = [str(r["s"]) for r in rows if not labels or set(_labels(r.get("l"))) & set(labels)]
             if found:
                 return found
-        return []
+            other = other or [str(r["s"]) for r in rows if r.get("s")]
+        return (
+            other  # nodes of another kind: the sketch resolver retypes the predicate or moves along CONTAINS
+        )
 
     def _resolve_phrase(self, phrase: str, kind: str, labels: Sequence[str]) -> list[str]:
         """Answer "Which <phrase>?" with the QA pipeline (its query is recorded on the current run)."""
@@ -1124,7 +1159,23 @@ class CypherAgent:
             state.result.context.setdefault("resolved", {})[phrase] = sub.answer
         symbols = _symbols_of(sub.answer)
         known = self.grounder.known_symbols(set(symbols))
-        return [s for s in symbols if not labels or known.get(s) in labels]
+        of_kind = [s for s in symbols if not labels or known.get(s) in labels]
+        return of_kind or [s for s in symbols if s in known]
+
+    def _holders(self, symbols: list[str], kind: str) -> list[str]:
+        """The nodes of ``kind`` that hold ``symbols`` along CONTAINS (two hops at most): "put X where Y is"
+        names Y for the place that holds it."""
+        spec = self.domain.kinds.get(kind)
+        if spec is None:
+            return []
+        key = ont.SYMBOL_KEY
+        rows = self.store.query(
+            f"MATCH (b)-[:CONTAINS*1..2]->(a) WHERE a.{key} IN $s AND any(l IN labels(b) WHERE l IN $labels) "
+            f"RETURN DISTINCT b.{key} AS s ORDER BY s",
+            {"s": symbols, "labels": list(spec.labels)},
+            max_rows=500,
+        ).rows
+        return [str(r["s"]) for r in rows if r.get("s")]
 
     def _ground(self, state: RunState, links: Sequence[Link]) -> None:
         self._phrase_state = state
@@ -1139,22 +1190,36 @@ class CypherAgent:
         if not self.config.grammar or not getattr(self.model, "supports_grammar", False):
             return None
         if "sketch" not in self._system:
-            symbols: dict[str, list[str]] = {}
+            symbols = {k: v for k, v in self._kind_symbols().items() if len(v) <= _MAX_GRAMMAR_SYMBOLS}
+            self._system["sketch"] = sketch_grammar(self.domain, symbols).text
+        return self._system["sketch"]
+
+    def _kind_symbols(self) -> dict[str, list[str]]:
+        """The graph's symbols of each goal-argument kind (a kind with more than the grammar lists: cut)."""
+        if self._symbols_by_kind is None:
+            self._symbols_by_kind = {}
             for name, kind in self.domain.kinds.items():
                 rows = self.store.query(
                     f"MATCH (n) WHERE any(l IN labels(n) WHERE l IN $labels) RETURN n.{ont.SYMBOL_KEY} AS s",
                     {"labels": list(kind.labels)},
                     max_rows=_MAX_GRAMMAR_SYMBOLS + 1,
                 ).rows
-                if len(rows) <= _MAX_GRAMMAR_SYMBOLS:
-                    symbols[name] = [str(r["s"]) for r in rows if r.get("s")]
-            self._system["sketch"] = sketch_grammar(self.domain, symbols).text
-        return self._system["sketch"]
+                self._symbols_by_kind[name] = [str(r["s"]) for r in rows if r.get("s")]
+        return self._symbols_by_kind
 
     def _ground_loop(self, state: RunState, links: Sequence[Link]) -> None:
         grammar = self.sketch_grammar()
         for attempt in range(self._rounds()):
             draft = parse_reply(self._replies(state, 1, grammar)[0], "pddl")
+            problems = self._draft_problems(state, draft, links) if attempt == 0 else []
+            if problems and self.config.candidates > 1 and not self._out_of_time(state):
+                # a greedy sketch that misses its instruction: the first sampled one that does not wins
+                for reply in self._replies(state, self.config.candidates - 1, grammar, greedy=False):
+                    other = parse_reply(reply, "pddl")
+                    if other.goal and not self._draft_problems(state, other, links):
+                        state.result.context.setdefault("sketch_feedback", []).extend(problems)
+                        draft, problems = other, []
+                        break
             state.messages.append(Message.assistant(_render_draft(draft)))
             if not draft.goal:
                 if self._retry(
@@ -1162,7 +1227,6 @@ class CypherAgent:
                 ):
                     continue
                 break
-            problems = sketch_problems(draft, links, self._class_values) if attempt == 0 else []
             if problems and self._retry(
                 state, attempt, "That goal does not fit: " + "; ".join(problems) + ".", "reply"
             ):
@@ -1195,6 +1259,7 @@ class CypherAgent:
                     plural=lambda name, named=frozenset(plural): bool(
                         {name.lower(), *(v.lower() for v in self._class_values(name))} & named
                     ),
+                    holders=self._holders,
                 )
             except SketchError as exc:
                 state.result.raw_answer = draft.goal
@@ -1208,6 +1273,14 @@ class CypherAgent:
                 state, attempt, f"That goal does not ground: {state.result.error}.", "reply"
             ):
                 return
+
+    def _draft_problems(self, state: RunState, draft: _Draft, links: Sequence[Link]) -> list[str]:
+        """What a goal sketch misses of its instruction (symbols, linked things, the verbs' predicates)."""
+        if not draft.goal:
+            return ["no goal"]
+        return sketch_problems(draft, links, self._class_values) + verb_problems(
+            draft.goal, state.result.question, self.domain, self.words
+        )
 
     def _retry(self, state: RunState, attempt: int, feedback: str, what: str = "query") -> bool:
         """Send ``feedback`` back when another attempt is allowed; False when the budget is spent."""

@@ -1220,69 +1220,29 @@ def _trajectory_examples(
 
 
 def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[CypherExample]:
+    """The language's instruction templates (words file ``instruction_examples``) filled with this graph's
+    symbols and classes; a template needing a layer the graph lacks is left out."""
     R, P = roles.region, roles.place
-    o1, o2, c1, c2, c3, cs = n["o1"], n["o2"], n["c1"], n["c2"], n["c3"], n["cs"]
-    num = re.sub(r"\D", "", o1) or "1"
-    ex = [
-        CypherExample(f"Go to object {num}.", "", f"(visited-object {o1})"),
-        CypherExample(f"Pick up the {cs}.", "", f"(holding [{cs}])"),
-        CypherExample(f"Grab a {c2}.", "", f"(holding [{c2}])"),
-        CypherExample(f"Inspect {o2}.", "", f"(safe {o2})"),
-        CypherExample(f"Take a close look at every {c1}.", "", f"(all (safe [{c1}]))"),
-        CypherExample(f"Hold the {c1} {o1}.", "", f"(holding {o1})"),
-        CypherExample(f"Go look at a {c2}.", "", f"(safe [{c2}])"),
-        CypherExample(f"Head over to the {cs}.", "", f"(visited-object [{cs}])"),
-        CypherExample(f"Take the {c3} nearest to {o2}.", "", f"(holding [{c3} nearest to {o2}])"),
-        CypherExample(
-            f"Go to the {c1} that is closest to the {cs}.", "", f"(visited-object [{c1} closest to the {cs}])"
-        ),
-        CypherExample(
-            f"Check the {c2} farthest from the origin.", "", f"(safe [{c2} farthest from the origin])"
-        ),
-    ]
+    slots = dict(n)
+    slots["num"] = re.sub(r"\D", "", n["o1"]) or "1"
+    slots["c1_pl"], slots["c2_pl"] = _plural(n["c1"]), _plural(n["c2"])
     if R and v.region_classes:
-        rc1 = v.region_classes[0]
-        rc2 = v.region_classes[1] if len(v.region_classes) > 1 else rc1
-        r1 = _pick(v.regions, 0, "R1")
-        ex += [
-            CypherExample(f"Go to the {rc1}.", "", f"(in-room [{rc1}])"),
-            CypherExample(f"Visit all the {_plural(rc2)}.", "", f"(all (visited-room [{rc2}]))"),
-            CypherExample(
-                f"Bring the {cs} to {r1} but stay out of the {rc2}.",
-                "",
-                f"(and (holding [{cs}]) (in-room {r1}) (not (visited-room [{rc2}])))",
-            ),
-            CypherExample(
-                f"Pick up a {c1}, or go to {o2}.", "", f"(or (holding [{c1}]) (visited-object {o2}))"
-            ),
-            # a class limited to a region: the phrase keeps the scope (it is resolved by a query)
-            CypherExample(f"Check on the {_plural(c1)} in {r1}.", "", f"(all (safe [{c1} in {r1}]))"),
-            CypherExample(
-                f"Get to {_pick(v.regions, -1, r1)} without passing through {r1}.",
-                "",
-                f"(and (in-room {_pick(v.regions, -1, r1)}) (not (visited-room {r1})))",
-            ),
-        ]
+        slots["rc1"] = v.region_classes[0]
+        slots["rc2"] = v.region_classes[1] if len(v.region_classes) > 1 else slots["rc1"]
+        slots["rc2_pl"] = _plural(slots["rc2"])
+        slots["r1"] = _pick(v.regions, 0, "R1")
+        slots["r_last"] = _pick(v.regions, -1, slots["r1"])
     if P and v.places:
-        p1, p2 = v.places[0], v.places[-1]
-        n1, n2 = re.sub(r"\D", "", p1), re.sub(r"\D", "", p2)
-        words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", P).lower()  # MeshPlace -> mesh place
-        ex.append(
-            CypherExample(
-                f"First go to {words} {n1}, then to {words} {n2}.",
-                "",
-                f"(and (visited-place {p1}) (at-place {p2}))",
-            )
-        )
-        # moving an object: where it ends is a place, named or described
-        ex.append(
-            CypherExample(
-                f"Move the {cs} over to the {c2}.",
-                "",
-                f"(object-in-place [{cs}] [{words} where the {c2} is])",
-            )
-        )
-    return ex
+        slots["p1"], slots["p2"] = v.places[0], v.places[-1]
+        slots["n1"], slots["n2"] = re.sub(r"\D", "", v.places[0]), re.sub(r"\D", "", v.places[-1])
+        slots["place"] = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", P).lower()  # MeshPlace -> mesh place
+    out = []
+    for item in load_words().instruction_examples:
+        try:
+            out.append(CypherExample(item["q"].format(**slots), "", item["goal"].format(**slots)))
+        except (KeyError, IndexError):
+            continue
+    return out
 
 
 class ExampleLibrary:
@@ -1472,6 +1432,32 @@ def linked_values(links: Sequence[Link]) -> list[str]:
 
 _THRESHOLD = re.compile(r"(?:[<>]=?|=)\s*(\d+(?:\.\d+)?)\b")
 _QUESTION_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
+
+
+def unclash(example: CypherExample, named: set[str], spare: Sequence[str]) -> CypherExample:
+    """``example`` with each node symbol the question also names swapped for an unused ``spare`` symbol of
+    the same letter: an example whose R5 is the goal misleads an instruction whose R5 is to be avoided."""
+    pattern = re.compile(r"\b[A-Za-z]\d+\b")
+    text = f"{example.question}\n{example.goal or ''}\n{example.cypher}"
+    clashes = [s for s in dict.fromkeys(pattern.findall(text)) if s in named]
+    if not clashes:
+        return example
+    used = set(pattern.findall(text)) | named
+    question, goal, cypher = example.question, example.goal, example.cypher
+    for symbol in clashes:
+        other = next((s for s in spare if s[:1] == symbol[:1] and s not in used), None)
+        if other is None:
+            continue
+        used.add(other)
+
+        def swap(t: str, symbol: str = symbol, other: str = other) -> str:
+            return re.sub(rf"\b{symbol}\b", other, t)
+
+        # the question may say the symbol's number alone ("object 79" for O79)
+        question = re.sub(rf"(?<![\w.]){symbol[1:]}\b", other[1:], swap(question))
+        goal = None if goal is None else swap(goal)
+        cypher = swap(cypher)
+    return CypherExample(question, cypher, goal, example.masked, example.source)
 
 
 def adapt_example(

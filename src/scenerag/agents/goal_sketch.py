@@ -19,11 +19,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from scenerag.agents.words import Words
 from scenerag.lang.gbnf import Grammar, Node
-from scenerag.lang.pddl_goal import GoalDomain
+from scenerag.lang.pddl_goal import Constant, GoalDomain, goals_equivalent, parse_goal
 
-__all__ = ["SketchError", "SketchResult", "resolve_sketch", "sketch_grammar"]
+__all__ = ["SketchError", "SketchResult", "resolve_sketch", "sketch_grammar", "verb_problems"]
 
+MAX_PARTS = 8
+"""Parts of one (and ...) / (or ...) in a grammar-decoded sketch (a class stays one part: [trash])."""
 _TOKEN = re.compile(r"\(|\)|\[[^\]]*\]|[^\s()\[\]]+")
 
 
@@ -38,7 +41,11 @@ class SketchResult:
 
 
 Resolver = Callable[[str, str], list[str]]
-"""``(class text, node kind)`` -> the symbols of nodes of that kind with that class (empty: none)."""
+"""``(class text, node kind)`` -> the symbols of the nodes it names, preferably of that kind (empty: none)."""
+Holders = Callable[[list[str], str], list[str]]
+"""``(symbols, kind)`` -> the nodes of ``kind`` that hold them (along containment)."""
+
+_SYMBOL = re.compile(r"[A-Za-z]\d+")
 
 
 def _parse(text: str) -> list:
@@ -78,8 +85,15 @@ def resolve_sketch(
     classes: Resolver,
     bindings: dict[str, list[str]] | None = None,
     plural: Callable[[str], bool] | None = None,
+    holders: Holders | None = None,
 ) -> SketchResult:
-    """The concrete PDDL goal of ``sketch``; raises :class:`SketchError` with a fixable message."""
+    """The concrete PDDL goal of ``sketch``; raises :class:`SketchError` with a fixable message.
+
+    Arguments are typed by the graph, not by the predicate the model chose: a predicate of a family
+    (``visited-room`` given a place) becomes the member for the argument's kind (``visited-place``); another
+    predicate given a node of the wrong kind takes the nodes of its kind that hold it (``holders``: the place
+    that holds an object, for "put X where Y is"). Avoiding every member of a class the graph lacks asks for nothing and
+    drops out of a conjunction (noted)."""
     tree = _parse(sketch.strip())
     bindings = bindings or {}
     notes: list[str] = []
@@ -96,49 +110,93 @@ def resolve_sketch(
             return bindings[name]
         if arg.startswith("["):
             name = arg[1:-1].strip()
+            if _SYMBOL.fullmatch(name) and domain.kind_of_symbol(name):
+                return [name]  # [P754]: a symbol written as a phrase
             found = classes(name, kind)
             if not found:
-                raise SketchError(f"[{name}] names no {kind} of the graph")
+                raise _Nothing(f"[{name}] names no {kind} of the graph")
             if len(found) > 1:
                 notes.append(f"[{name}] is {', '.join(found)}")
             return found
         return [arg]
 
-    def expand(node: object, mode: str) -> str:
+    def kind_of(symbol: str, expected: str) -> str:
+        return (domain.kind_of_symbol(symbol) if _SYMBOL.fullmatch(symbol) else None) or expected
+
+    def typed(head: str, arg: str, kind: str, symbols: list[str]) -> list[tuple[str, list[str]]]:
+        """``(predicate, symbols)`` groups: the family member per kind found, or ``symbols`` moved to
+        the ``kind`` nodes that hold them."""
+        by_kind: dict[str, list[str]] = {}
+        for sym in symbols:
+            by_kind.setdefault(kind_of(sym, kind), []).append(sym)
+        out: list[tuple[str, list[str]]] = []
+        for found, syms in by_kind.items():
+            if found == kind:
+                out.append((head, syms))
+                continue
+            member = domain.family_member(head, found)
+            if member is not None:
+                notes.append(f"({head} {arg}) is a {found}: {member}")
+                out.append((member, syms))
+                continue
+            moved = holders(syms, kind) if holders is not None else []
+            if not moved:
+                raise SketchError(f"{arg} is a {found} ({', '.join(syms)}), but {head} needs a {kind}")
+            notes.append(f"{arg} is a {found}: the {kind} {', '.join(moved)} that holds it")
+            out.append((head, moved))
+        return out
+
+    def expand(node: object, mode: str) -> str | None:
+        """The goal of ``node``; None for a vacuous conjunct (avoiding members of an empty class)."""
         if not isinstance(node, list) or not node:
             raise SketchError(f"expected a parenthesised expression, got {node!r}")
         head = str(node[0]).lower()
         if head in ("and", "or"):
             parts = [expand(c, mode) for c in node[1:]]
+            if head == "or" and None in parts:
+                raise SketchError("an (or ...) branch asks for nothing")
+            kept = list(dict.fromkeys(p for p in parts if p is not None))
             if head == "and":
-                parts = _drop_implied(parts)
-            return parts[0] if len(parts) == 1 else f"({head} " + " ".join(parts) + ")"
+                kept = _drop_implied(kept, domain)
+                if holders is not None:
+                    kept = _drop_contained(kept, domain, holders)
+            if not kept:
+                return None
+            return kept[0] if len(kept) == 1 else f"({head} " + " ".join(kept) + ")"
         if head == "not":
             if len(node) != 2:
                 raise SketchError("(not ...) takes one expression")
             return expand(node[1], "not")
-        if head in ("all", "every", "forall"):
-            return (
-                " ".join(expand(c, "all") for c in node[1:])
-                if len(node) == 2
-                else "(and " + " ".join(expand(c, "all") for c in node[1:]) + ")"
-            )
-        if head in ("any", "some", "exists"):
-            return (
-                " ".join(expand(c, "any") for c in node[1:])
-                if len(node) == 2
-                else "(or " + " ".join(expand(c, "any") for c in node[1:]) + ")"
-            )
+        if head in ("all", "every", "forall", "any", "some", "exists"):
+            inner = "all" if head in ("all", "every", "forall") else "any"
+            return expand(["and" if inner == "all" else "or", *node[1:]], inner)
         kinds = domain.predicates.get(head)
         if kinds is None:
             raise SketchError(f"unknown predicate {head}; use one of {', '.join(sorted(domain.predicates))}")
         args = [str(a) for a in node[1:]]
         if len(args) != len(kinds):
             raise SketchError(f"({head} ...) takes {len(kinds)} argument(s), got {len(args)}")
-        options = [values(a, k) for a, k in zip(args, kinds, strict=True)]
+        try:
+            options = [values(a, k) for a, k in zip(args, kinds, strict=True)]
+        except _Nothing as exc:
+            if mode == "not":
+                notes.append(f"{exc}: nothing to avoid")
+                return None
+            raise SketchError(str(exc)) from None
         if mode == "any" and plural is not None and any(a.startswith("[") and plural(a[1:-1]) for a in args):
             mode = "all"  # "visit the hallways": every one of them
-        atoms = [f"({head} {' '.join(combo)})" for combo in _product(options)]
+        groups: list[tuple[str, list[list[str]]]] = [(head, options)]
+        if len(args) == 1:
+            groups = [(p, [syms]) for p, syms in typed(head, args[0], kinds[0], options[0])]
+        else:
+            for i, (a, k) in enumerate(zip(args, kinds, strict=True)):
+                moved = typed(head, a, k, options[i])
+                if any(p != head for p, _ in moved):
+                    raise SketchError(f"{a} is not a {k}")
+                options[i] = list(dict.fromkeys(s for _, syms in moved for s in syms))
+            groups = [(head, options)]
+        atoms = [f"({p} {' '.join(combo)})" for p, opts in groups for combo in _product(opts)]
+        atoms = list(dict.fromkeys(atoms))
         if mode == "not":
             atoms = [f"(not {a})" for a in atoms]
             return atoms[0] if len(atoms) == 1 else "(and " + " ".join(atoms) + ")"
@@ -146,20 +204,100 @@ def resolve_sketch(
             return atoms[0]
         return ("(and " if mode == "all" else "(or ") + " ".join(atoms) + ")"
 
-    return SketchResult(expand(tree, "any"), notes)
+    goal = expand(tree, "any")
+    if goal is None:
+        raise SketchError("the goal asks for nothing: every part avoids things the graph lacks")
+    if goals_equivalent(parse_goal(goal, domain), Constant(False)):
+        raise SketchError("no state meets the goal: it asks for something and for its negation")
+    return SketchResult(goal, notes)
 
 
-_IMPLIED = {"at-place": "visited-place", "at-object": "visited-object", "in-room": "visited-room"}
+class _Nothing(SketchError):
+    """A phrase that names no node (vacuous under ``not``)."""
 
 
-def _drop_implied(parts: list[str]) -> list[str]:
-    """In a conjunction, ``(visited-place P)`` is implied by ``(at-place P)`` (ending somewhere visits it)."""
+def _drop_implied(parts: list[str], domain: GoalDomain) -> list[str]:
+    """In a conjunction, ``(visited-place P)`` is implied by ``(at-place P)`` (the domain's ``implies``)."""
     implied = set()
     for p in parts:
         m = re.fullmatch(r"\(([\w-]+) (\S+)\)", p)
-        if m and m.group(1) in _IMPLIED:
-            implied.add(f"({_IMPLIED[m.group(1)]} {m.group(2)})")
+        if m and m.group(1) in domain.implies:
+            implied.add(f"({domain.implies[m.group(1)]} {m.group(2)})")
     return [p for p in parts if p not in implied] or parts
+
+
+def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> list[str]:
+    """Predicate families ``sketch`` uses that nothing in ``instruction`` asks for, judged only when the
+    instruction says words of some family (the language's ``goal_words``): "pick up any X" asks for holding,
+    not for ``(or (holding X) (visited-object X))``."""
+    table = words.goal_words
+    try:
+        tree = _parse(sketch.strip())
+    except SketchError:
+        return []
+    used: set[str] = set()
+
+    def walk(node: object, negated: bool) -> None:
+        if not isinstance(node, list) or not node:
+            return
+        head = str(node[0]).lower()
+        if head == "not":
+            used.add("not")
+            for child in node[1:]:
+                walk(child, True)
+        elif head in domain.predicates:
+            if not negated:
+                used.add(domain.family_of(head) or head)
+        else:
+            for child in node[1:]:
+                walk(child, negated)
+
+    walk(tree, False)
+    said = {key for key in table if words.says(instruction, table[key])}
+
+    def named(key: str) -> str:
+        return "(not ...)" if key == "not" else "/".join(domain.families.get(key, {}).values()) or key
+
+    wanted = ", ".join(named(k) for k in sorted(said))
+    return [
+        f"nothing in the instruction asks for {named(key)} (its words ask for {wanted})"
+        for key in sorted(used - said)
+        if key in table and said - {key}
+    ]
+
+
+_ATOM = re.compile(r"\(([\w-]+) ([^\s()]+)\)")
+
+
+def _drop_contained(parts: list[str], domain: GoalDomain, holders: Holders) -> list[str]:
+    """In a conjunction, ``(visited-room R)`` is implied by visiting (or reaching) something R holds, and
+    ``(in-room R)`` by ending at something R holds: the robot cannot reach a node without entering what
+    contains it ("visit the signs in R5" is the signs, not the signs and R5)."""
+    visits = set(domain.implies.values())
+    ends = set(domain.implies)
+    out = []
+    for i, part in enumerate(parts):
+        m = _ATOM.fullmatch(part)
+        if m and (m.group(1) in visits or m.group(1) in ends):
+            kind = domain.predicates[m.group(1)][0]
+
+            def reaches(other: str, m: re.Match[str] = m, kind: str = kind) -> bool:
+                inner = [
+                    a.group(2)
+                    for a in _ATOM.finditer(other)
+                    if (m.group(1) in visits or a.group(1) in ends)
+                    and domain.predicates.get(a.group(1), ())[:1] != (kind,)
+                ]
+                if not inner or other.startswith("(not"):
+                    return False
+                if other.startswith("(or"):  # every branch must lie inside
+                    return all(m.group(2) in holders([a], kind) for a in inner)
+                return m.group(2) in holders(inner, kind)
+
+            if any(reaches(other) for j, other in enumerate(parts) if j != i):
+                continue
+        out.append(part)
+    return out or parts
 
 
 def _product(options: list[list[str]]) -> list[list[str]]:
@@ -174,7 +312,7 @@ def sketch_grammar(domain: GoalDomain, symbols: dict[str, list[str]] | None = No
     ``domain``'s predicates with their arities and argument kinds: each argument is a symbol of its kind
     (``symbols``: kind -> the graph's symbols; a symbol shape when a kind lists none), a bracketed phrase or
     a ``?variable``. A local model decoding under it always writes a sketch that parses."""
-    from scenerag.lang.gbnf import Chars, Ref, alt, one_of, opt, plus, seq
+    from scenerag.lang.gbnf import Chars, Ref, Rep, alt, one_of, opt, plus, seq
 
     symbols = symbols or {}
     sp = Ref("sp")
@@ -184,7 +322,8 @@ def sketch_grammar(domain: GoalDomain, symbols: dict[str, list[str]] | None = No
         "var": seq("?", plus(Chars("a-z_0-9"))),
         "goal": alt(
             Ref("atom"),
-            seq("(", alt("and", "or", "all", "any"), plus(seq(sp, Ref("goal"))), ")"),
+            # a bounded number of parts: a small model may otherwise repeat one until the token limit
+            seq("(", alt("and", "or", "all", "any"), Rep(seq(sp, Ref("goal")), 1, MAX_PARTS), ")"),
             seq("(not", sp, Ref("goal"), ")"),
         ),
         "cypher": plus(Chars("^\\n")),

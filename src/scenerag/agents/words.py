@@ -66,6 +66,20 @@ class Words:
     #: the planner's instructions and its example templates ({"q": ..., "plan": ...}) of the language
     plan_intro: str = ""
     plan_examples: tuple[Mapping[str, str], ...] = ()
+    #: how instructions map onto goal predicates (prompt text; {a} {b} {r} are filled with graph values)
+    goal_rules: str = ""
+    #: instruction -> goal-sketch example templates ({"q": ..., "goal": ...}) of the language
+    instruction_examples: tuple[Mapping[str, str], ...] = ()
+    #: goal predicate family (or predicate, or "not") -> the words that ask for it
+    goal_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: endings a word takes in running text ("" first): "pick" is said "picks", "picked", "picking"
+    word_endings: tuple[str, ...] = ("",)
+
+    def says(self, text: str, words: Iterable[str]) -> list[str]:
+        """The ``words`` that ``text`` says (whole words, any of the language's ``word_endings``)."""
+        low = text.lower()
+        ends = "|".join(re.escape(e) for e in sorted(self.word_endings, key=len, reverse=True))
+        return [w for w in words if re.search(rf"(?<![\w']){re.escape(w.lower())}(?:{ends})(?![\w'])", low)]
 
     def join(self, items: Sequence[str]) -> str:
         """``items`` as one phrase ("R3", "R3 and R5", "R2, R3 and R5")."""
@@ -152,7 +166,16 @@ def _merge(files: Sequence[Path]) -> Words:
             lexicon[word.lower()] = tuple(c for c in _flat(classes))
         if "singular_endings" in data:
             extra["singular_endings"] = _endings(data["singular_endings"], path)
-        for key in ("plan_intro", "plan_examples", "list_join", "yes_no_answer"):
+        for key in (
+            "plan_intro",
+            "plan_examples",
+            "goal_rules",
+            "instruction_examples",
+            "goal_words",
+            "word_endings",
+            "list_join",
+            "yes_no_answer",
+        ):
             if key in data:
                 extra[key] = data[key]
         for key in _LISTS:
@@ -181,7 +204,20 @@ def _merge(files: Sequence[Path]) -> Words:
         yes_no_answer=_pair(extra.get("yes_no_answer"), ("yes", "no")),
         plan_intro=" ".join(str(extra.get("plan_intro", "")).split()),
         plan_examples=tuple(dict(e) for e in extra.get("plan_examples") or ()),
+        goal_rules=str(extra.get("goal_rules", "")).strip(),
+        instruction_examples=_templates(extra.get("instruction_examples"), ("q", "goal"), files[-1]),
+        goal_words={
+            str(k): tuple(w.lower() for w in _flat(v)) for k, v in (extra.get("goal_words") or {}).items()
+        },
+        word_endings=tuple(_flat(extra.get("word_endings"))) or ("",),
     )
+
+
+def _templates(value: Any, keys: tuple[str, ...], path: Path) -> tuple[dict[str, str], ...]:
+    items = value or ()
+    if not isinstance(items, list) or not all(isinstance(i, dict) and set(keys) <= set(i) for i in items):
+        raise WordsError(f"{path}: expected a list of {{{', '.join(keys)}}} templates")
+    return tuple({k: str(i[k]) for k in keys} for i in items)
 
 
 def _pair(value: Any, default: tuple[str, str]) -> tuple[str, str]:

@@ -195,6 +195,10 @@ class GoalDomain:
     predicates: Mapping[str, tuple[str, ...]]
     kinds: Mapping[str, ArgumentKind]
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    families: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Predicates that say one thing of different kinds (``visited`` -> ``{place: visited-place, ...}``)."""
+    implies: Mapping[str, str] = field(default_factory=dict)
+    """Unary predicates whose truth implies another's of the same argument (``at-place`` -> ``visited-place``)."""
 
     def __post_init__(self) -> None:
         predicates = {p.lower(): tuple(k) for p, k in self.predicates.items()}
@@ -211,6 +215,35 @@ class GoalDomain:
         object.__setattr__(self, "kinds", MappingProxyType(dict(self.kinds)))
         descriptions = {p.lower(): d for p, d in self.descriptions.items()}
         object.__setattr__(self, "descriptions", MappingProxyType(descriptions))
+        for family, members in self.families.items():
+            for kind, predicate in members.items():
+                if predicates.get(predicate.lower()) != (kind,):
+                    raise SceneRagError(
+                        f"domain {self.name}: family {family} maps {kind} to {predicate}, "
+                        f"which is not a unary predicate over {kind}"
+                    )
+        for a, b in self.implies.items():
+            if predicates.get(a.lower()) is None or predicates.get(a.lower()) != predicates.get(b.lower()):
+                raise SceneRagError(f"domain {self.name}: {a} implies {b}, but their parameters differ")
+
+    def family_member(self, predicate: str, kind: str) -> str | None:
+        """The predicate of ``predicate``'s family that takes ``kind`` (``visited-room`` + place ->
+        ``visited-place``); None when ``predicate`` is in no family or the family has no such member."""
+        for members in self.families.values():
+            if predicate.lower() in (m.lower() for m in members.values()):
+                return members.get(kind)
+        return None
+
+    def family_of(self, predicate: str) -> str | None:
+        """The family ``predicate`` belongs to (None: none)."""
+        return next(
+            (f for f, members in self.families.items() if predicate.lower() in members.values()), None
+        )
+
+    def kind_of_symbol(self, symbol: str) -> str | None:
+        """The kind whose symbol letters ``symbol`` starts with (None: no kind, or several)."""
+        found = [k.name for k in self.kinds.values() if k.looks_like(symbol)]
+        return found[0] if len(found) == 1 else None
 
     def arity(self, predicate: str) -> int | None:
         params = self.predicates.get(predicate.lower())
@@ -270,6 +303,11 @@ HERACLES_DOMAIN = GoalDomain(
         "holding": "the robot holds (has picked up) the object",
         "object-in-place": "the object ends located in the place (use it for moving objects)",
     },
+    families={
+        "visited": {"place": "visited-place", "object": "visited-object", "room": "visited-room"},
+        "ends-at": {"place": "at-place", "object": "at-object", "room": "in-room"},
+    },
+    implies={"at-place": "visited-place", "at-object": "visited-object", "in-room": "visited-room"},
 )
 """The Heracles paper's goal domain (heracles_agents ``pddl_domain_description.yaml``); ``safe`` is unary."""
 

@@ -1,0 +1,160 @@
+"""Goal sketches typed by the graph: predicate families, holders along containment, conjuncts implied by
+containment, contradictions, the verb check of the language's words, and examples unclashed from the
+instruction's symbols. No LLM (scripted replies where the agent runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import scripted_agent, symbols_of_class
+from scenerag import SceneGraph
+from scenerag.agents.examples import CypherExample, unclash
+from scenerag.agents.goal_sketch import SketchError, resolve_sketch, verb_problems
+from scenerag.agents.words import load_words
+from scenerag.lang import HERACLES_DOMAIN, goals_equivalent
+from scenerag.store import CypherStore, open_store
+
+D = HERACLES_DOMAIN
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
+    s = open_store(tmp_path_factory.mktemp("goal-typing") / "db")
+    s.load(hydra_graph)
+    yield s
+    s.close()
+
+
+def _none(name: str, kind: str) -> list[str]:
+    return []
+
+
+def test_domain_families_and_kinds() -> None:
+    assert D.family_member("visited-room", "place") == "visited-place"
+    assert D.family_member("in-room", "object") == "at-object"
+    assert D.family_member("holding", "place") is None
+    assert D.family_of("at-place") == "ends-at" and D.family_of("safe") is None
+    assert D.kind_of_symbol("P754") == "place" and D.kind_of_symbol("R2") == "room"
+
+
+def test_a_family_predicate_takes_the_member_of_its_arguments_kind() -> None:
+    # a place written where the model chose the room member; a symbol written as a phrase
+    assert resolve_sketch("(in-room [P22543])", D, classes=_none).goal == "(at-place P22543)"
+    goal = resolve_sketch("(and (visited-place P1) (in-room [P1]))", D, classes=_none).goal
+    assert goal == "(at-place P1)"  # ending at a place visits it
+    # a class that names rooms under an object predicate of a family
+    halls = resolve_sketch(
+        "(all (visited-object [hallway]))", D, classes=lambda n, k: ["R2", "R3"] if n == "hallway" else []
+    ).goal
+    assert goals_equivalent(halls, "(and (visited-room R2) (visited-room R3))")
+
+
+def test_a_place_argument_given_an_object_takes_its_holder() -> None:
+    def holders(symbols: list[str], kind: str) -> list[str]:
+        return ["P9"] if symbols == ["O8"] and kind == "place" else []
+
+    assert resolve_sketch("(object-in-place O3 [O8])", D, classes=_none, holders=holders).goal == (
+        "(object-in-place O3 P9)"
+    )
+    with pytest.raises(SketchError, match="needs a place"):
+        resolve_sketch("(object-in-place O3 O7)", D, classes=_none, holders=holders)
+    with pytest.raises(SketchError, match="needs a object"):
+        resolve_sketch("(holding R2)", D, classes=_none, holders=holders)
+
+
+def test_conjuncts_implied_by_containment_drop_out() -> None:
+    inside = {("O63", "room"): ["R5"], ("O39", "room"): ["R5"], ("P1", "room"): ["R1"]}
+
+    def holders(symbols: list[str], kind: str) -> list[str]:
+        return sorted({h for s in symbols for h in inside.get((s, kind), [])})
+
+    def classes(name: str, kind: str) -> list[str]:
+        return {"sign in R5": ["O39", "O63"], "x": ["O63", "O19"]}.get(name, [])
+
+    def goal(sketch: str) -> str:
+        return resolve_sketch(sketch, D, classes=classes, holders=holders).goal
+
+    # every branch lies in R5: visiting R5 adds nothing
+    assert goals_equivalent(
+        goal("(and (visited-room R5) (visited-object [sign in R5]))"),
+        "(or (visited-object O39) (visited-object O63))",
+    )
+    # one branch lies elsewhere: R5 stays
+    assert "(visited-room R5)" in goal("(and (visited-room R5) (visited-object [x]))")
+    assert goal("(and (at-place P1) (in-room R1))") == "(at-place P1)"
+    assert goal("(and (at-place P1) (in-room R2))") == "(and (at-place P1) (in-room R2))"
+    # ending in a room is not implied by visiting something in it
+    assert goal("(and (in-room R5) (visited-object O63))") == "(and (in-room R5) (visited-object O63))"
+
+
+def test_avoiding_a_class_the_graph_lacks_is_vacuous_but_a_contradiction_is_an_error() -> None:
+    def classes(name: str, kind: str) -> list[str]:
+        return ["O275"] if name == "bed" else []
+
+    goal = resolve_sketch("(and (visited-object [bed]) (not (visited-object [plants])))", D, classes=classes)
+    assert goal.goal == "(visited-object O275)" and any("nothing to avoid" in n for n in goal.notes)
+    with pytest.raises(SketchError, match="names no object"):
+        resolve_sketch("(visited-object [plants])", D, classes=classes)
+    with pytest.raises(SketchError, match="no state meets the goal"):
+        resolve_sketch("(and (visited-object [bed]) (not (visited-object O275)))", D, classes=classes)
+    assert resolve_sketch("(and (safe O1) (safe O1))", D, classes=classes).goal == "(safe O1)"
+
+
+def test_verb_problems_flag_a_family_the_instruction_never_asks_for() -> None:
+    words = load_words()
+    problems = verb_problems("(or (holding [box]) (visited-object [box]))", "Pick up any box.", D, words)
+    assert len(problems) == 1 and "visited-object" in problems[0] and "holding" in problems[0]
+    problems = verb_problems(
+        "(and (visited-object [trash]) (not (visited-object [bike])))", "Go to the trash can.", D, words
+    )
+    assert problems and "(not ...)" in problems[0]
+    # what the instruction asks for passes; an instruction with none of the words is not judged
+    assert not verb_problems(
+        "(and (visited-place P1) (at-place P2))", "First go to P1, then to P2.", D, words
+    )
+    assert not verb_problems(
+        "(and (visited-object O43) (not (visited-object O19)))", "Go to the bike, but avoid O19.", D, words
+    )
+    assert not verb_problems("(visited-object O4)", "O4, please.", D, words)
+    assert not verb_problems("(holding O4", "Pick up O4", D, words)  # does not parse: left to the resolver
+
+
+def test_example_symbols_the_instruction_names_are_swapped() -> None:
+    example = CypherExample(
+        "Get to R5 without passing through R1.", "", "(and (visited-room R5) (not (visited-room R1)))"
+    )
+    out = unclash(example, {"R2", "R5"}, ["R1", "R2", "R3", "R4", "R5"])
+    assert out.question == "Get to R3 without passing through R1."
+    assert out.goal == "(and (visited-room R3) (not (visited-room R1)))"
+    numbered = unclash(CypherExample("Go to object 79.", "", "(visited-object O79)"), {"O79"}, ["O79", "O1"])
+    assert (numbered.question, numbered.goal) == ("Go to object 1.", "(visited-object O1)")
+    assert unclash(example, {"O3"}, ["R1"]) is example
+
+
+def test_agent_resolves_typed_sketches_through_the_graph(store: CypherStore, hydra_graph: SceneGraph) -> None:
+    """Through the whole agent: a symbol inside a phrase with its own class, and "put X where Y is"."""
+    agent, _ = scripted_agent(store, ["Goal: (visited-room [hallway R5])"])
+    assert agent.run("Drive to hallway R5.", task="pddl").answer == "(visited-room R5)"
+    bed = symbols_of_class(hydra_graph, "bed")[0]
+    food = symbols_of_class(hydra_graph, "food")[0]
+    place = next(p.symbol for p in hydra_graph.parents(bed) if p.label == "MeshPlace")
+    agent, _ = scripted_agent(store, ["Goal: (object-in-place [food] [bed])"])
+    result = agent.run("Move the food to where the bed is.", task="pddl")
+    assert result.answer == f"(object-in-place {food} {place})" and result.error is None
+
+
+def test_agent_samples_past_a_greedy_sketch_that_misses_its_verbs(store: CypherStore) -> None:
+    agent, model = scripted_agent(
+        store,
+        [
+            "Goal: (or (holding [box]) (visited-object [box]))",
+            "Goal: (holding [box])",
+            "Goal: (holding [box])",
+        ],
+        candidates=3,
+    )
+    result = agent.run("Pick up a box.", task="pddl")
+    assert result.answer and result.answer.startswith("(or (holding O") and "visited" not in result.answer
+    assert len(model.calls) == 3  # the greedy reply and two samples; no feedback round
