@@ -1151,7 +1151,7 @@ class CypherAgent:
     def _resolve_phrase(self, phrase: str, kind: str, labels: Sequence[str]) -> list[str]:
         """Answer "Which <phrase>?" with the QA pipeline (its query is recorded on the current run)."""
         state = self._phrase_state
-        sub = self.run(f"Which {phrase}?", task="qa", answer_type="set")
+        sub = self.run(self.words.phrase_question.format(phrase=phrase), task="qa", answer_type="set")
         if state is not None:
             state.result.tools.extend(sub.tools)
             state.result.usage = state.result.usage + sub.usage

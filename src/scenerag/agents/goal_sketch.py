@@ -10,7 +10,13 @@ the symbols are filled in from the database:
 
 An atom whose argument has several values expands to ``(or ...)`` (any one will do: "grab a wastebin"),
 to ``(and ...)`` inside ``(all ...)`` or when the instruction names the class in the plural ("visit the
-hallways"), and under ``not`` to ``(and (not ...) ...)`` (avoid every one). Problems (an unknown class, a query with no rows) are reported, not guessed around.
+hallways"), and under ``not`` to ``(and (not ...) ...)`` (avoid every one). Problems (an unknown class, a
+query with no rows) are reported, not guessed around.
+
+The graph types the goal: a predicate of a domain family takes the member for its argument's kind, a
+wrong-kind argument of another predicate takes the nodes of its kind that hold it, and a conjunct the
+others imply through containment drops out (:func:`resolve_sketch`). :func:`verb_problems` judges which
+predicate families an instruction asks for by the words of its language (data, not code).
 """
 
 from __future__ import annotations

@@ -70,6 +70,8 @@ class Words:
     goal_rules: str = ""
     #: instruction -> goal-sketch example templates ({"q": ..., "goal": ...}) of the language
     instruction_examples: tuple[Mapping[str, str], ...] = ()
+    #: the question that finds the nodes a goal sketch's phrase describes ({phrase}: "box nearest the bag")
+    phrase_question: str = "{phrase}?"
     #: goal predicate family (or predicate, or "not") -> the words that ask for it
     goal_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: endings a word takes in running text ("" first): "pick" is said "picks", "picked", "picking"
@@ -173,6 +175,7 @@ def _merge(files: Sequence[Path]) -> Words:
             "instruction_examples",
             "goal_words",
             "word_endings",
+            "phrase_question",
             "list_join",
             "yes_no_answer",
         ):
@@ -210,6 +213,7 @@ def _merge(files: Sequence[Path]) -> Words:
             str(k): tuple(w.lower() for w in _flat(v)) for k, v in (extra.get("goal_words") or {}).items()
         },
         word_endings=tuple(_flat(extra.get("word_endings"))) or ("",),
+        phrase_question=str(extra.get("phrase_question", "{phrase}?")),
     )
 
 
