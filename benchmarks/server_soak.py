@@ -11,8 +11,9 @@ repeating mix of ``POST /cypher`` requests (or MCP ``cypher_query`` calls with `
 * ``slow``: a four-way cartesian count with a distance filter, asking ``timeout_s: 3``.
 
 A poller sends ``GET /health`` every ``--health-interval`` seconds (10 s client timeout). Printed per phase:
-status counts and p50/p95 latency per kind, health latency, and the server's RSS; at the end, whether the
-graph is intact and the issue's bars. The record goes to ``benchmarks/results/server_soak.json``.
+status counts and p50/p95 latency per kind, health latency, the server's RSS, the CPU seconds of the server
+and of the clients, and the server's busiest threads (``/proc/<pid>/task``); at the end, whether the graph
+is intact and the issue's bars. The record goes to ``benchmarks/results/server_soak.json``.
 
 ``--server-src DIR`` runs the server from another source tree (e.g. ``/work/main/src`` for a before/after);
 run it under ``flock /tmp/scenerag-heavy.lock`` on a shared machine. Usage::
