@@ -11,8 +11,9 @@ repeating mix of ``POST /cypher`` requests (or MCP ``cypher_query`` calls with `
 * ``slow``: a four-way cartesian count with a distance filter, asking ``timeout_s: 3``.
 
 A poller sends ``GET /health`` every ``--health-interval`` seconds (10 s client timeout). Printed per phase:
-status counts and p50/p95 latency per kind, health latency, and the server's RSS; at the end, whether the
-graph is intact and the issue's bars. The record goes to ``benchmarks/results/server_soak.json``.
+status counts and p50/p95 latency per kind, health latency, the server's RSS, the CPU seconds of the server
+and of the clients, and the server's busiest threads (``/proc/<pid>/task``); at the end, whether the graph
+is intact and the issue's bars. The record goes to ``benchmarks/results/server_soak.json``.
 
 ``--server-src DIR`` runs the server from another source tree (e.g. ``/work/main/src`` for a before/after);
 run it under ``flock /tmp/scenerag-heavy.lock`` on a shared machine. Usage::
@@ -25,6 +26,7 @@ run it under ``flock /tmp/scenerag-heavy.lock`` on a shared machine. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import math
 import os
@@ -146,6 +148,8 @@ class Phase:
     rss_mib: float | None = None
     rss_samples: list[float] = field(default_factory=list)
     rss_parts: dict[str, float] = field(default_factory=dict)
+    threads: list[dict[str, Any]] = field(default_factory=list)
+    cpu_s: dict[str, float] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, kind: str, status: str, ms: float) -> None:
@@ -178,6 +182,8 @@ class Phase:
             "rss_mib": self.rss_mib,
             "rss_range_mib": [min(self.rss_samples), max(self.rss_samples)] if self.rss_samples else None,
             "rss_parts_mib": self.rss_parts,
+            "cpu_s": self.cpu_s,
+            "threads": self.threads,
         }
 
 
@@ -199,6 +205,51 @@ def rss_breakdown(pid: int) -> dict[str, float]:
         elif line.startswith("Rss:"):
             out[kind] += int(head[1]) / 1024
     return {k: round(v, 1) for k, v in out.items()}
+
+
+def thread_ticks(pid: int) -> dict[int, tuple[str, int]]:
+    """CPU clock ticks (user + system) of each thread of process ``pid``: {tid: (name, ticks)}. Java threads
+    carry their (15-character) names; Python's threads are all called after the executable."""
+    out: dict[int, tuple[str, int]] = {}
+    tasks = Path(f"/proc/{pid}/task")
+    with contextlib.suppress(OSError):
+        for task in tasks.iterdir():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = (task / "stat").read_text()
+                fields = stat.rsplit(")", 1)[1].split()
+                out[int(task.name)] = ((task / "comm").read_text().strip(), int(fields[11]) + int(fields[12]))
+    return out
+
+
+def process_ticks(pid: int) -> int:
+    """CPU clock ticks (user + system) of process ``pid`` so far (0 when it is gone)."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    return 0
+
+
+def thread_cpu(
+    pid: int, before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]], top: int = 10
+) -> list[dict[str, Any]]:
+    """The ``top`` threads of ``pid`` by CPU seconds used between two ``thread_ticks`` snapshots; the
+    process's main thread is named ``main``, threads that started in between are marked ``new``."""
+    hz = os.sysconf("SC_CLK_TCK")
+    rows = []
+    for tid, (name, ticks) in after.items():
+        used = (ticks - before.get(tid, (name, 0))[1]) / hz
+        if used <= 0:
+            continue
+        rows.append(
+            {
+                "tid": tid,
+                "name": "main" if tid == pid else name,
+                "cpu_s": round(used, 2),
+                **({"new": True} if tid not in before else {}),
+            }
+        )
+    rows.sort(key=lambda r: -r["cpu_s"])
+    return rows[:top]
 
 
 def rss_mib(pid: int) -> float | None:
@@ -252,6 +303,8 @@ def run_phase(
     url: str, graph: SceneGraph, args: argparse.Namespace, phase: Phase, seed: int, server_pid: int
 ) -> None:
     stop = time.monotonic() + args.phase_s
+    threads_before = thread_ticks(server_pid)
+    server_before, clients_before = process_ticks(server_pid), process_ticks(os.getpid())
 
     def client(index: int) -> None:
         bodies = request_bodies(graph, seed * 100 + index)
@@ -298,6 +351,12 @@ def run_phase(
         t.join()
     phase.rss_mib = rss_mib(server_pid)
     phase.rss_parts = rss_breakdown(server_pid)
+    hz = os.sysconf("SC_CLK_TCK")
+    phase.threads = thread_cpu(server_pid, threads_before, thread_ticks(server_pid))
+    phase.cpu_s = {
+        "server": round((process_ticks(server_pid) - server_before) / hz, 1),
+        "clients": round((process_ticks(os.getpid()) - clients_before) / hz, 1),
+    }
 
 
 def print_phase(summary: dict[str, Any]) -> None:
@@ -312,6 +371,11 @@ def print_phase(summary: dict[str, Any]) -> None:
         print(
             f"  {kind:<9} {k['n']:>5} {k['p50_ms']:>9.1f} {k['p95_ms']:>9.1f} {k['max_ms']:>9.1f}  {statuses}"
         )
+    cpu = summary["cpu_s"]
+    print(
+        f"  CPU s: server {cpu['server']}, clients {cpu['clients']}; server threads: "
+        + ", ".join(f"{t['name']}{'*' if t.get('new') else ''} {t['cpu_s']:.1f}" for t in summary["threads"])
+    )
     h = summary["health"]
     statuses = ", ".join(f"{s}: {n}" for s, n in h["status"].items())
     print(

@@ -1,13 +1,15 @@
-"""Rebuild ``src/scenerag/store/java/scenerag-arcade.jar`` from ``BulkLoader.java`` (needs ``javac`` >= 17).
+"""Rebuild ``src/scenerag/store/java/scenerag-arcade.jar`` from ``java/scenerag/**/*.java`` (``BulkLoader``,
+``Calls``; needs ``javac`` >= 17).
 
 Usage::
 
     python scripts/build_java.py
 
-The class is compiled for Java 17 against compile-time stubs of the three ArcadeDB classes it uses
+The classes are compiled for Java 17 against compile-time stubs of the ArcadeDB classes they use
 (``java/stubs``; the engine jar is Java 21 bytecode, which the JDK 17 on Debian 12 cannot read), and only
-``scenerag/**`` goes into the jar. The jar's manifest records the SHA-256 of the source, which the tests
-compare, so an edited source with a stale jar fails CI. The jar is deterministic (fixed timestamps).
+``scenerag/**`` goes into the jar. The jar's manifest records a SHA-256 of the sources (``source_hash``),
+which the tests compare, so an edited source with a stale jar fails CI. The jar is deterministic (fixed
+timestamps).
 """
 
 from __future__ import annotations
@@ -21,13 +23,21 @@ import zipfile
 from pathlib import Path
 
 JAVA_DIR = Path(__file__).resolve().parent.parent / "src" / "scenerag" / "store" / "java"
-SOURCE = JAVA_DIR / "scenerag" / "arcade" / "BulkLoader.java"
 JAR = JAVA_DIR / "scenerag-arcade.jar"
 SOURCE_HASH_KEY = "Scenerag-Source-SHA256"
 
 
+def sources() -> list[Path]:
+    return sorted((JAVA_DIR / "scenerag").rglob("*.java"))
+
+
 def source_hash() -> str:
-    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    """SHA-256 over each source's path (relative to ``java/``, then a NUL) and bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in sources():
+        digest.update(path.relative_to(JAVA_DIR).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def build() -> Path:
@@ -48,7 +58,7 @@ def build() -> Path:
                 str(JAVA_DIR / "stubs"),
                 "-d",
                 out,
-                str(SOURCE),
+                *map(str, sources()),
             ],
             check=True,
         )

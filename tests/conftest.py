@@ -118,8 +118,10 @@ def wait_for(
 
 def settle_jvm(timeout: float = 30.0) -> None:
     """Collect Python's and the JVM's garbage and wait until JPype's reference-queue thread is idle, for a
-    test that times requests: releasing the proxies earlier tests left behind holds the GIL for seconds
-    (seen in a full suite on a fresh checkout: that thread used 8.4 of 9.7 s while a server test waited)."""
+    test that times requests: that thread releases the proxies earlier tests left behind and runs a full
+    Python collection after every Java one, holding the GIL (seen in a full suite on a fresh checkout: it
+    used 8.4 of 9.7 s while a server test waited; a full collection walks the whole unfrozen Python heap of
+    the test process, see docs/server.md)."""
     import gc
 
     import jpype

@@ -14,14 +14,18 @@ JAVA_DIR = Path(arcade.__file__).with_name("java")
 
 
 def test_jar_is_built_from_the_current_source() -> None:
-    source = JAVA_DIR / "scenerag" / "arcade" / "BulkLoader.java"
+    digest = hashlib.sha256()  # as scripts/build_java.py's source_hash
+    for source in sorted((JAVA_DIR / "scenerag").rglob("*.java")):
+        digest.update(source.relative_to(JAVA_DIR).as_posix().encode() + b"\0")
+        digest.update(source.read_bytes())
     with zipfile.ZipFile(JAVA_DIR / "scenerag-arcade.jar") as jar:
         manifest = jar.read("META-INF/MANIFEST.MF").decode()
         names = jar.namelist()
     recorded = dict(line.split(": ", 1) for line in manifest.splitlines() if ": " in line)
-    assert recorded["Scenerag-Source-SHA256"] == hashlib.sha256(source.read_bytes()).hexdigest(), (
-        "BulkLoader.java changed since the jar was built: run python scripts/build_java.py"
+    assert recorded["Scenerag-Source-SHA256"] == digest.hexdigest(), (
+        "a source under java/scenerag changed since the jar was built: run python scripts/build_java.py"
     )
+    assert {"scenerag/arcade/BulkLoader.class", "scenerag/arcade/Calls.class"} <= set(names)
     # only scenerag's classes ship; the ArcadeDB stubs are compile-time only
     assert all(n.startswith(("META-INF/", "scenerag/")) for n in names)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
+import types
 
 import pytest
 
@@ -153,6 +155,36 @@ def test_syntax_error_has_position(loaded_store: CypherStore) -> None:
     assert err.kind == "syntax"
     assert err.line == 1 and err.column is not None and 10 <= err.column <= 18
     assert "^" in str(err)
+
+
+def test_engine_errors_leave_no_tracebacks_behind(loaded_store: CypherStore) -> None:
+    """The embedded store gets engine errors from Java as text (``scenerag.arcade.Calls``): a Java exception
+    that reaches Python leaks the tracebacks JPype 1.7.1 builds from its stack (44 for a parse error), and
+    every full collection walks them (docs/server.md, why the server used to slow down)."""
+    if loaded_store.backend != "arcadedb-embedded":
+        pytest.skip("JPype only carries the embedded backend's errors")
+    queries = {
+        "syntax": "MATCH (o:Object RETURN o",
+        "runtime": "MATCH (o:Object) RETURN toInteger(o.center) + 'x' AS y",
+    }
+
+    def tracebacks() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, types.TracebackType))
+
+    def fail(query: str) -> str:
+        try:
+            loaded_store.query(query)
+        except QueryError as exc:
+            return exc.kind
+        return "no error"
+
+    assert {kind: fail(q) for kind, q in queries.items()} == {k: k for k in queries}
+    before = tracebacks()
+    for _ in range(10):
+        for query in queries.values():
+            fail(query)
+    assert tracebacks() - before < 20  # 550 with the leak
 
 
 def test_unbounded_non_hierarchy_path_refused(loaded_store: CypherStore) -> None:

@@ -95,9 +95,8 @@ _LOADER_JAR = Path(__file__).with_name("java") / "scenerag-arcade.jar"
 
 
 @functools.cache
-def _bulk_loader_class() -> Any:
-    """``scenerag.arcade.BulkLoader`` (``java/BulkLoader.java``), loaded from the package's jar by a class
-    loader whose parent sees the ArcadeDB engine."""
+def _jar_loader() -> Any:
+    """A class loader for the package's jar (``java/scenerag/**``) whose parent sees the ArcadeDB engine."""
     import jpype
 
     if not _LOADER_JAR.is_file():
@@ -105,8 +104,50 @@ def _bulk_loader_class() -> Any:
     url = jpype.JClass("java.io.File")(str(_LOADER_JAR)).toURI().toURL()
     parent = jpype.JClass("java.lang.ClassLoader").getSystemClassLoader()
     urls = jpype.JArray(jpype.JClass("java.net.URL"))([url])
-    loader = jpype.JClass("java.net.URLClassLoader")(urls, parent)
-    return jpype.JClass("scenerag.arcade.BulkLoader", loader=loader)
+    return jpype.JClass("java.net.URLClassLoader")(urls, parent)
+
+
+@functools.cache
+def _bulk_loader_class() -> Any:
+    """``scenerag.arcade.BulkLoader`` (``java/scenerag/arcade/BulkLoader.java``)."""
+    import jpype
+
+    return jpype.JClass("scenerag.arcade.BulkLoader", loader=_jar_loader())
+
+
+@functools.cache
+def _calls_class() -> Any:
+    """``scenerag.arcade.Calls`` (``java/scenerag/arcade/Calls.java``): the engine calls a query makes, with
+    errors returned as values; None where the jar lacks it (the calls then go through JPype directly)."""
+    import jpype
+
+    try:
+        return jpype.JClass("scenerag.arcade.Calls", loader=_jar_loader())
+    except Exception:
+        return None
+
+
+class _EngineError(Exception):
+    """An engine error that came back from ``Calls`` as text (``Calls.describe``: the Java exception's
+    ``toString()``, then class name and message of it and each of its causes) instead of as a Java
+    exception: JPype 1.7.1 leaks the Python tracebacks it builds for every Java exception that reaches
+    Python (about 44 traceback, frame and function objects for a parse error), and every full Python
+    collection then walks them. ``str()`` is what ``arcadedb_embedded.ArcadeDBError`` says for the same
+    exception, ``prefix`` included."""
+
+    def __init__(self, prefix: str, described: Any) -> None:
+        parts = [str(part) for part in described]
+        self.chain = list(zip(parts[1::2], parts[2::2], strict=True))
+        text = prefix + parts[0]
+        if len(self.chain) > 1:  # ArcadeDBError names the root cause unless the text already has it
+            name, message = self.chain[-1]
+            if not message or message not in text:
+                text += f" (caused by {name}: {message})" if message else f" (caused by {name})"
+        super().__init__(text)
+
+    def messages(self) -> list[str]:
+        """``"<class>: <message>"`` of the exception and of each of its causes, as :func:`_java_messages`."""
+        return [f"{name.rsplit('.', 1)[-1]}: {message}" for name, message in self.chain[:8]]
 
 
 def _json_or_none(props: dict[str, Any]) -> str | None:
@@ -454,15 +495,24 @@ class ArcadeStore(CypherStore):
         semantic failures are raised; anything else is left for the run to report."""
         if self._db is None:
             return
-        try:
-            self._db.get_java_database().getQueryEngine("opencypher").analyze(cypher)
-        except Exception as exc:
-            messages = _java_messages(exc)
-            if not any(("Parsing" in m or "Semantic" in m) for m in messages):
+        engine = self._db.get_java_database().getQueryEngine("opencypher")
+        calls = _calls_class()
+        if calls is not None:
+            described = calls.analyze(engine, cypher)
+            if described is None:
                 return
-            # the outermost says "Error analyzing Cypher query"; a cause says what and where
-            detail = next((m for m in messages[1:] if "Error analyzing" not in m), messages[0])
-            raise db_error(detail, cypher) from None
+            messages = _EngineError("", described).messages()
+        else:
+            try:
+                engine.analyze(cypher)
+                return
+            except Exception as exc:
+                messages = _java_messages(exc)
+        if not any(("Parsing" in m or "Semantic" in m) for m in messages):
+            return
+        # the outermost says "Error analyzing Cypher query"; a cause says what and where
+        detail = next((m for m in messages[1:] if "Error analyzing" not in m), messages[0])
+        raise db_error(detail, cypher) from None
 
     def _execute(
         self, cypher: str, params: Mapping[str, Any], *, write: bool, timeout_s: float, max_rows: int
@@ -482,14 +532,12 @@ class ArcadeStore(CypherStore):
                 self._engine_timeout(None if running.registered else timeout_s)
                 if write:
                     with db.transaction():
-                        rs = db.command("opencypher", cypher, *args)
-                        rows, truncated = self._read_rows(rs, max_rows)
+                        rows, truncated = self._run(db, cypher, args, write=True, max_rows=max_rows)
                     self._dirty = True
                     with contextlib.suppress(OSError):  # a cached schema is stale once the graph changed
                         (self.root / (self._gen or "") / "schema.json").unlink()
                 else:
-                    rs = db.query("opencypher", cypher, *args)
-                    rows, truncated = self._read_rows(rs, max_rows)
+                    rows, truncated = self._run(db, cypher, args, write=False, max_rows=max_rows)
         except QueryError:
             raise
         except Exception as exc:
@@ -524,6 +572,45 @@ class ArcadeStore(CypherStore):
         config = self._require_db().get_java_database().getConfiguration()
         config.setValue(jpype.JClass("com.arcadedb.GlobalConfiguration").COMMAND_TIMEOUT, value)
         self._engine_timeout_ms = value
+
+    @classmethod
+    def _run(
+        cls, db: Any, cypher: str, args: tuple[Any, ...], *, write: bool, max_rows: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Run ``cypher`` (a command when ``write``) and read at most ``max_rows`` rows: (rows, truncated).
+
+        Through ``Calls`` (one crossing to start the query, one for the rows as JSON), so an engine error
+        (a timeout, a runtime error) comes back as text and is raised here as an ``_EngineError`` with the
+        message ``arcadedb_embedded`` gives it; without ``Calls``, through ``arcadedb_embedded``."""
+        calls = _calls_class()
+        if calls is None:
+            rs = db.command("opencypher", cypher, *args) if write else db.query("opencypher", cypher, *args)
+            return cls._read_rows(rs, max_rows)
+        import jpype
+
+        failed = "Command failed: " if write else "Query failed: "
+        try:
+            params = db._java_parameters(args) if args else None
+        except Exception as exc:  # a value JPype cannot convert
+            raise _EngineError(failed, [str(exc)]) from None
+        result = calls.run(db.get_java_database(), write, "opencypher", cypher, params)
+        if isinstance(result, jpype.JArray):
+            raise _EngineError(failed, result)
+        if result is None:
+            return [], False
+        size = max_rows + 1
+        drained = False
+        try:
+            batch = calls.nextJsonBatch(result, size)
+            if isinstance(batch, jpype.JArray):
+                raise _EngineError("Reading the result set failed: ", batch)
+            rows = json.loads(str(batch))
+            drained = len(rows) < size  # nextJsonBatch closed the result set after its last row
+            return [normalize_value(r) for r in rows[:max_rows]], len(rows) > max_rows
+        finally:
+            if not drained:
+                with contextlib.suppress(Exception):
+                    result.close()
 
     @staticmethod
     def _read_rows(rs: Any, max_rows: int) -> tuple[list[dict[str, Any]], bool]:
