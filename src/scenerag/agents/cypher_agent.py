@@ -1082,12 +1082,14 @@ class CypherAgent:
         word left once the linked mention and the language's stop words are taken out, or several links."""
         if len(links) > 1:
             return True
+        return bool(links) and bool(self._unlinked_words(phrase, links))
+
+    def _unlinked_words(self, phrase: str, links: Sequence[Link], also: Sequence[str] = ()) -> list[str]:
+        """The words of ``phrase`` left once the links' mentions, ``also`` and the stop words are out."""
         rest = phrase.lower()
-        for link in links:
-            for mention in link.mentions:
-                rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
-        words = [w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop]
-        return bool(links) and bool(words)
+        for mention in [m for link in links for m in link.mentions] + list(also):
+            rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
+        return [w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop]
 
     def _named_node(self, phrase: str, links: Sequence[Link]) -> str | None:
         """The one node ``phrase`` names by its symbol, with at most its own class or layer beside it
@@ -1107,13 +1109,8 @@ class CypherAgent:
             for link in links
         ):
             return None
-        rest = phrase.lower()
-        for link in links:
-            for mention in link.mentions:
-                rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
-        for word in sorted(self.words.layer_words, key=len, reverse=True):
-            rest = re.sub(rf"\b{re.escape(word)}\b", " ", rest)
-        left = " ".join(w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop)
+        layers = sorted(self.words.layer_words, key=len, reverse=True)
+        left = " ".join(self._unlinked_words(phrase, links, layers))
         if not left or left in {c.replace("_", " ") for c in own}:
             return symbol
         again = self.linker().link(left)  # "hallway R5": the class beside its own node is not linked there

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scenerag.agents.words import Words
+from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Grammar, Node
 from scenerag.lang.pddl_goal import Constant, GoalDomain, goals_equivalent, parse_goal
 
@@ -50,8 +51,6 @@ Resolver = Callable[[str, str], list[str]]
 """``(class text, node kind)`` -> the symbols of the nodes it names, preferably of that kind (empty: none)."""
 Holders = Callable[[list[str], str], list[str]]
 """``(symbols, kind)`` -> the nodes of ``kind`` that hold them (along containment)."""
-
-_SYMBOL = re.compile(r"[A-Za-z]\d+")
 
 
 def _parse(text: str) -> list:
@@ -116,7 +115,7 @@ def resolve_sketch(
             return bindings[name]
         if arg.startswith("["):
             name = arg[1:-1].strip()
-            if _SYMBOL.fullmatch(name) and domain.kind_of_symbol(name):
+            if ont.has_symbol_shape(name) and domain.kind_of_symbol(name):
                 return [name]  # [P754]: a symbol written as a phrase
             found = classes(name, kind)
             if not found:
@@ -127,7 +126,7 @@ def resolve_sketch(
         return [arg]
 
     def kind_of(symbol: str, expected: str) -> str:
-        return (domain.kind_of_symbol(symbol) if _SYMBOL.fullmatch(symbol) else None) or expected
+        return (domain.kind_of_symbol(symbol) if ont.has_symbol_shape(symbol) else None) or expected
 
     def typed(head: str, arg: str, kind: str, symbols: list[str]) -> list[tuple[str, list[str]]]:
         """``(predicate, symbols)`` groups: the family member per kind found, or ``symbols`` moved to
@@ -191,15 +190,11 @@ def resolve_sketch(
             raise SketchError(str(exc)) from None
         if mode == "any" and plural is not None and any(a.startswith("[") and plural(a[1:-1]) for a in args):
             mode = "all"  # "visit the hallways": every one of them
-        groups: list[tuple[str, list[list[str]]]] = [(head, options)]
         if len(args) == 1:
             groups = [(p, [syms]) for p, syms in typed(head, args[0], kinds[0], options[0])]
-        else:
+        else:  # families are unary: each argument keeps the predicate and may move to its holders
             for i, (a, k) in enumerate(zip(args, kinds, strict=True)):
-                moved = typed(head, a, k, options[i])
-                if any(p != head for p, _ in moved):
-                    raise SketchError(f"{a} is not a {k}")
-                options[i] = list(dict.fromkeys(s for _, syms in moved for s in syms))
+                options[i] = list(dict.fromkeys(s for _, syms in typed(head, a, k, options[i]) for s in syms))
             groups = [(head, options)]
         atoms = [f"({p} {' '.join(combo)})" for p, opts in groups for combo in _product(opts)]
         atoms = list(dict.fromkeys(atoms))
@@ -218,6 +213,10 @@ def resolve_sketch(
     return SketchResult(goal, notes)
 
 
+_ATOM = re.compile(r"\(([\w-]+) ([^\s()]+)\)")
+"""A unary atom, ``(visited-room R5)``: its predicate and its argument."""
+
+
 class _Nothing(SketchError):
     """A phrase that names no node (vacuous under ``not``)."""
 
@@ -226,7 +225,7 @@ def _drop_implied(parts: list[str], domain: GoalDomain) -> list[str]:
     """In a conjunction, ``(visited-place P)`` is implied by ``(at-place P)`` (the domain's ``implies``)."""
     implied = set()
     for p in parts:
-        m = re.fullmatch(r"\(([\w-]+) (\S+)\)", p)
+        m = _ATOM.fullmatch(p)
         if m and m.group(1) in domain.implies:
             implied.add(f"({domain.implies[m.group(1)]} {m.group(2)})")
     return [p for p in parts if p not in implied] or parts
@@ -270,9 +269,6 @@ def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Word
         for key in sorted(used - said)
         if key in table and said - {key}
     ]
-
-
-_ATOM = re.compile(r"\(([\w-]+) ([^\s()]+)\)")
 
 
 def _drop_contained(parts: list[str], domain: GoalDomain, holders: Holders) -> list[str]:

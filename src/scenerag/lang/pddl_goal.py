@@ -215,7 +215,11 @@ class GoalDomain:
         object.__setattr__(self, "kinds", MappingProxyType(dict(self.kinds)))
         descriptions = {p.lower(): d for p, d in self.descriptions.items()}
         object.__setattr__(self, "descriptions", MappingProxyType(descriptions))
-        for family, members in self.families.items():
+        families = {
+            f: MappingProxyType({k: p.lower() for k, p in m.items()}) for f, m in self.families.items()
+        }
+        object.__setattr__(self, "families", MappingProxyType(families))
+        for family, members in families.items():
             for kind, predicate in members.items():
                 if predicates.get(predicate.lower()) != (kind,):
                     raise SceneRagError(
@@ -229,10 +233,8 @@ class GoalDomain:
     def family_member(self, predicate: str, kind: str) -> str | None:
         """The predicate of ``predicate``'s family that takes ``kind`` (``visited-room`` + place ->
         ``visited-place``); None when ``predicate`` is in no family or the family has no such member."""
-        for members in self.families.values():
-            if predicate.lower() in (m.lower() for m in members.values()):
-                return members.get(kind)
-        return None
+        family = self.family_of(predicate)
+        return None if family is None else self.families[family].get(kind)
 
     def family_of(self, predicate: str) -> str | None:
         """The family ``predicate`` belongs to (None: none)."""
