@@ -6,6 +6,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType, FunctionType
 from typing import Any
@@ -153,6 +154,23 @@ def settle_jvm(timeout: float = 30.0) -> None:
         if now - before <= 2:  # at most 20 ms of CPU in 250 ms: idle
             return
         before = now
+
+
+@contextmanager
+def served_heap() -> Iterator[None]:
+    """The heap a test's in-process server runs with, as ``scenerag serve`` has it: JPype settled and the
+    objects alive now frozen (:func:`scenerag.serve.run.freeze_heap`), so the full Python collections JPype
+    runs after each Java one do not walk what earlier tests left in this process; unfrozen afterwards."""
+    import gc
+
+    from scenerag.serve.run import freeze_heap
+
+    settle_jvm()
+    freeze_heap()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def one_value(store: CypherStore, query: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from conftest import served_heap
 from scenerag import SceneGraph
 from scenerag.serve import BackgroundServer, SceneService, ServerConfig
 from scenerag.serve.http_api import create_app
@@ -98,7 +99,7 @@ def test_server_stays_live_under_mixed_load(
     answers: dict[str, Counter[str]] = defaultdict(Counter)
     health: list[tuple[int | str, float]] = []
     lock = threading.Lock()
-    with BackgroundServer(create_app(service)) as srv:
+    with served_heap(), BackgroundServer(create_app(service)) as srv:
         with httpx2.Client(base_url=srv.url, timeout=30) as c:
             before = c.post("/cypher", json={"query": TOTALS}).json()["rows"]
         stop = time.monotonic() + DURATION_S
