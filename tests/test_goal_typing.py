@@ -11,7 +11,13 @@ import pytest
 from conftest import scripted_agent, symbols_of_class
 from scenerag import SceneGraph
 from scenerag.agents.examples import CypherExample, unclash
-from scenerag.agents.goal_sketch import SketchError, resolve_sketch, verb_problems
+from scenerag.agents.goal_sketch import (
+    SketchError,
+    align_to_verbs,
+    only_negations,
+    resolve_sketch,
+    verb_problems,
+)
 from scenerag.agents.words import load_words
 from scenerag.lang import HERACLES_DOMAIN, goals_equivalent
 from scenerag.store import CypherStore, open_store
@@ -145,16 +151,72 @@ def test_agent_resolves_typed_sketches_through_the_graph(store: CypherStore, hyd
     assert result.answer == f"(object-in-place {food} {place})" and result.error is None
 
 
-def test_agent_samples_past_a_greedy_sketch_that_misses_its_verbs(store: CypherStore) -> None:
+def test_agent_aligns_a_sketch_to_its_verbs_and_samples_past_one_that_only_avoids(store: CypherStore) -> None:
+    agent, model = scripted_agent(store, ["Goal: (or (holding [box]) (visited-object [box]))"], candidates=3)
+    result = agent.run("Pick up a box.", task="pddl")
+    assert result.answer and result.answer.startswith("(or (holding O") and "visited" not in result.answer
+    assert len(model.calls) == 1  # aligned without asking again
+    assert any("dropped" in note for note in result.context.get("rewrites", []))
     agent, model = scripted_agent(
         store,
         [
-            "Goal: (or (holding [box]) (visited-object [box]))",
-            "Goal: (holding [box])",
-            "Goal: (holding [box])",
+            "Goal: (not (visited-object [bag]))",
+            "Goal: (not (visited-object [bag]))",
+            "Goal: (and (visited-object [bicycle]) (not (visited-object [bag])))",
         ],
         candidates=3,
     )
-    result = agent.run("Pick up a box.", task="pddl")
-    assert result.answer and result.answer.startswith("(or (holding O") and "visited" not in result.answer
+    result = agent.run("Go to the bicycle, but keep away from the bag.", task="pddl")
+    assert (
+        result.answer
+        and result.answer.startswith("(and (visited-object O")
+        and "(not (visited-object O" in (result.answer)
+    )
     assert len(model.calls) == 3  # the greedy reply and two samples; no feedback round
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "aligned"),
+    [
+        # a part nothing asks for drops out; a predicate nothing asks for becomes the one that is asked for
+        ("Grab the bike.", "(or (holding O43) (visited-object O43))", "(holding O43)"),
+        (
+            "check on all the bins in R5",
+            "(and (safe O64) (safe O79))",
+            "(and (visited-object O64) (visited-object O79))",
+        ),
+        (
+            "Visit R5 but stay out of R4.",
+            "(and (in-room R5) (not (visited-room R4)))",
+            "(and (visited-room R5) (not (visited-room R4)))",
+        ),
+        (
+            "Go to the sign closest to the bike.",
+            "(and (visited-object [sign closest to the bike]) (not (visited-object O43)))",
+            "(visited-object [sign closest to the bike])",
+        ),
+        (
+            "go to O79 but stay out of mesh place P22249",
+            "(not (visited-place P22249))",
+            "(and (visited-object O79) (not (visited-place P22249)))",
+        ),
+        # kept: what is asked for, a part with the only symbol the instruction names, no goal words at all
+        ("First swing by O43, then finish at O10.", "(and (visited-object O43) (at-object O10))", None),
+        ("Get to R5 without passing through R1", "(and (visited-room R5) (not (visited-room R1)))", None),
+        ("Fetch O291 and drop it off at P27795.", "(and (holding O291) (at-place P27795))", None),
+        ("O43, please.", "(or (holding O43) (visited-object O43))", None),
+    ],
+)
+def test_align_to_verbs(instruction: str, sketch: str, aligned: str | None) -> None:
+    words = load_words()
+    out, notes = align_to_verbs(sketch, instruction, HERACLES_DOMAIN, words)
+    assert out == (aligned or sketch) and bool(notes) == (aligned is not None)
+    assert only_negations("(and (not (visited-room R1)) (not (visited-room R2)))", HERACLES_DOMAIN)
+    assert not only_negations(out, HERACLES_DOMAIN)
+
+
+def test_said_keys_counts_a_word_once_inside_a_longer_phrase() -> None:
+    words = load_words()
+    assert words.said_keys("check on the bins", words.goal_words) == {"visited"}
+    assert words.said_keys("check the bins", words.goal_words) == {"safe"}
+    assert "ends-at" not in words.said_keys("stay out of R4", words.goal_words)

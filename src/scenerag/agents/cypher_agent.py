@@ -42,7 +42,14 @@ from scenerag.agents.cypher_check import check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
 from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example, unclash
-from scenerag.agents.goal_sketch import SketchError, resolve_sketch, sketch_grammar, verb_problems
+from scenerag.agents.goal_sketch import (
+    SketchError,
+    align_to_verbs,
+    only_negations,
+    resolve_sketch,
+    sketch_grammar,
+    verb_problems,
+)
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
@@ -768,6 +775,9 @@ class CypherAgent:
             )
             return outcome
         doubts = self._doubts(ran or query, question, links, outcome.answer)
+        idle = self._idle_ranking(ran or query)
+        if idle:
+            doubts.append(("ranking", idle))
         if doubts:
             outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
             outcome.structural = any(kind in ("layer", "echo") for kind, _ in doubts)
@@ -792,7 +802,8 @@ class CypherAgent:
         """Why a query that ran may not answer ``question`` (empty when nothing speaks against it), each as
         (kind, text for the model): it ignores something the question names (``unused``), filters on things
         the question never names (``invented``), answers with nodes of another layer than asked (``layer``),
-        or with the one node the question names (``echo``)."""
+        or with the one node the question names (``echo``), or leaves out a number the question states
+        (``number``)."""
         doubts = []
         unused = [link for link in unused_links(query, links) if not self._locates_named(link, query)]
         if unused:
@@ -817,6 +828,16 @@ class CypherAgent:
         wrong = self._wrong_layer(question, links, answer)
         if wrong:
             doubts.append(("layer", wrong))
+        if answer is not None:
+            numbers = unused_numbers(query, question, links)
+            if numbers:
+                doubts.append(
+                    (
+                        "number",
+                        f"The question says {self.words.join(numbers)}, but the query does not use "
+                        f"{'it' if len(numbers) == 1 else 'them'}.",
+                    )
+                )
         named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
         if answer is not None and len(named) == 1 and answer.strip("<>[] ") == named[0]:
             doubts.append(
@@ -827,6 +848,30 @@ class CypherAgent:
                 )
             )
         return doubts
+
+    def _idle_ranking(self, query: str) -> str | None:
+        """Why an ``ORDER BY ... LIMIT n`` of ``query`` chooses nothing (None when it does, or it cannot be
+        told): what it ranks has at most ``n`` distinct values, so the question's superlative decided
+        nothing ("the object farthest from the food" ranking the food). One count query, read off the
+        graph."""
+        if re.search(r"\bUNION\b|\bCALL\s*\{", query, re.I):
+            return None
+        counted = ranked_count_query(query)
+        if counted is None:
+            return None
+        count_query, limit = counted
+        try:
+            rows = self.store.query(count_query, read_only=True, timeout_s=self.config.query_timeout_s).rows
+        except SceneRagError:
+            return None
+        found = rows[0].get("n") if rows else None
+        if not isinstance(found, int) or found > limit:
+            return None
+        return (
+            f"Its ORDER BY ... LIMIT {limit} chooses nothing: the query ranks only {found} candidate"
+            f"{'' if found == 1 else 's'}. Rank every node the question compares (not the one it measures "
+            "from), then take the first."
+        )
 
     def _locates_named(self, link: Link, query: str) -> bool:
         """Whether ``link`` only says where a node the query names by symbol is ("P1396 in the lounge": the
@@ -1207,12 +1252,12 @@ class CypherAgent:
     def _ground_loop(self, state: RunState, links: Sequence[Link]) -> None:
         grammar = self.sketch_grammar()
         for attempt in range(self._rounds()):
-            draft = parse_reply(self._replies(state, 1, grammar)[0], "pddl")
+            draft = self._aligned(state, parse_reply(self._replies(state, 1, grammar)[0], "pddl"))
             problems = self._draft_problems(state, draft, links) if attempt == 0 else []
             if problems and self.config.candidates > 1 and not self._out_of_time(state):
                 # a greedy sketch that misses its instruction: the first sampled one that does not wins
                 for reply in self._replies(state, self.config.candidates - 1, grammar, greedy=False):
-                    other = parse_reply(reply, "pddl")
+                    other = self._aligned(state, parse_reply(reply, "pddl"))
                     if other.goal and not self._draft_problems(state, other, links):
                         state.result.context.setdefault("sketch_feedback", []).extend(problems)
                         draft, problems = other, []
@@ -1271,13 +1316,31 @@ class CypherAgent:
             ):
                 return
 
+    def _aligned(self, state: RunState, draft: _Draft) -> _Draft:
+        """``draft`` with its sketch made to say what the instruction's verbs ask for (``align_to_verbs``;
+        the changes go into the result's rewrites)."""
+        if not draft.goal:
+            return draft
+        goal, notes = align_to_verbs(draft.goal, state.result.question, self.domain, self.words)
+        if not notes:
+            return draft
+        state.result.context.setdefault("rewrites", []).extend(notes)
+        return _Draft(draft.cypher, goal)
+
     def _draft_problems(self, state: RunState, draft: _Draft, links: Sequence[Link]) -> list[str]:
-        """What a goal sketch misses of its instruction (symbols, linked things, the verbs' predicates)."""
+        """What a goal sketch misses of its instruction (symbols, linked things, the verbs' predicates, a
+        goal that only says what to avoid)."""
         if not draft.goal:
             return ["no goal"]
-        return sketch_problems(draft, links, self._class_values) + verb_problems(
+        problems = sketch_problems(draft, links, self._class_values) + verb_problems(
             draft.goal, state.result.question, self.domain, self.words
         )
+        if only_negations(draft.goal, self.domain):
+            problems.append(
+                "the goal only says what to avoid, which holds before the robot moves: join what the "
+                "instruction asks to do to it with (and ...)"
+            )
+        return problems
 
     def _retry(self, state: RunState, attempt: int, feedback: str, what: str = "query") -> bool:
         """Send ``feedback`` back when another attempt is allowed; False when the budget is spent."""
@@ -1345,6 +1408,54 @@ def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
         if link.key != ont.SYMBOL_KEY and any(s.lower() in literals for s in link.symbols):
             continue  # "the lounge" matched by its symbol R1
         out.append(link)
+    return out
+
+
+_AGGREGATE = re.compile(r"\b(?:count|sum|avg|min|max|collect|size)\s*\(", re.I)
+
+
+def ranked_count_query(query: str) -> tuple[str, int] | None:
+    """``(count query, n)`` for the first ``ORDER BY ... LIMIT n`` of ``query``: the query up to the clause
+    that orders, counting the distinct rows of that clause's items that are not aggregates (what is ranked);
+    None when the query ranks nothing, or only aggregates."""
+    m = re.search(r"\bORDER\s+BY\b(?:(?!\bORDER\s+BY\b|\bLIMIT\b).)*?\bLIMIT\s+(\d+)\b", query, re.I | re.S)
+    if m is None:
+        return None
+    clauses = list(re.finditer(r"\b(WITH|RETURN)\s+(?:DISTINCT\s+)?", query[: m.start()], re.I))
+    if not clauses:
+        return None
+    clause = clauses[-1]
+    items, depth, start = [], 0, clause.end()
+    text = query[: m.start()]
+    for i in range(clause.end(), len(text) + 1):
+        ch = text[i] if i < len(text) else ","
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            items.append(re.split(r"\s+AS\s+", text[start:i].strip(), flags=re.I)[0].strip())
+            start = i + 1
+    ranked = [e for e in items if e and not _AGGREGATE.search(e)]
+    if not ranked:
+        return None
+    keys = ", ".join(f"{e} AS ranked_{i}" for i, e in enumerate(ranked))
+    head = query[: clause.start()].rstrip()
+    return f"{head} WITH DISTINCT {keys} RETURN count(*) AS n", int(m.group(1))
+
+
+def unused_numbers(query: str, question: str, links: Sequence[Link]) -> list[str]:
+    """Numbers ``question`` states (not inside a node symbol, a linked mention or a dimension like 2D) that
+    ``query`` uses in no unit (``90`` cm used as ``0.9``): "within 2 m of the food" answered without 2."""
+    text = question
+    for link in links:
+        for mention in link.mentions:
+            text = re.sub(re.escape(mention), " ", text, flags=re.I)
+    stated = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\d.]*\d)(?![dD]\b)(?=[A-Za-z]*\b)", text)
+    used = {float(v) for v in re.findall(r"\d+(?:\.\d+)?", re.sub(r"\b[A-Za-z_]\w*\d+\w*", " ", query))}
+    out = []
+    for value in dict.fromkeys(stated):
+        x = float(value)
+        if not any(abs(x * f - u) < 1e-6 for u in used for f in (1, 0.01, 0.001, 100, 1000)):
+            out.append(value)
     return out
 
 

@@ -30,7 +30,15 @@ from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Grammar, Node
 from scenerag.lang.pddl_goal import Constant, GoalDomain, goals_equivalent, parse_goal
 
-__all__ = ["SketchError", "SketchResult", "resolve_sketch", "sketch_grammar", "verb_problems"]
+__all__ = [
+    "SketchError",
+    "SketchResult",
+    "align_to_verbs",
+    "only_negations",
+    "resolve_sketch",
+    "sketch_grammar",
+    "verb_problems",
+]
 
 MAX_PARTS = 8
 """Parts of one (and ...) / (or ...) in a grammar-decoded sketch (a class stays one part: [trash])."""
@@ -258,7 +266,7 @@ def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Word
                 walk(child, negated)
 
     walk(tree, False)
-    said = {key for key in table if words.says(instruction, table[key])}
+    said = words.said_keys(instruction, table)
 
     def named(key: str) -> str:
         return "(not ...)" if key == "not" else "/".join(domain.families.get(key, {}).values()) or key
@@ -269,6 +277,129 @@ def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Word
         for key in sorted(used - said)
         if key in table and said - {key}
     ]
+
+
+def _unparse(node: object) -> str:
+    return "(" + " ".join(_unparse(c) for c in node) + ")" if isinstance(node, list) else str(node)
+
+
+def _keys(node: object, domain: GoalDomain, negated: bool = False) -> set[str]:
+    """The goal-word keys a sketch part uses: a family or predicate for positive atoms, ``not`` for a
+    negation (what it negates says nothing of the verbs)."""
+    if not isinstance(node, list) or not node:
+        return set()
+    head = str(node[0]).lower()
+    if head == "not":
+        return {"not"}
+    if head in domain.predicates:
+        return set() if negated else {domain.family_of(head) or head}
+    return set().union(*(_keys(c, domain, negated) for c in node[1:])) if len(node) > 1 else set()
+
+
+def _unary_predicates(keys: set[str], kind: str, domain: GoalDomain) -> set[str]:
+    """The predicates over one ``kind`` argument that goal-word ``keys`` (families or predicates) name."""
+    return {
+        p
+        for key in keys
+        for p in [domain.families[key].get(kind) if key in domain.families else key]
+        if p is not None and domain.predicates.get(p) == (kind,)
+    }
+
+
+def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> tuple[str, list[str]]:
+    """``sketch`` made to say what the instruction's verbs ask for (the language's ``goal_words``), with a
+    note per change; unchanged when the instruction says no such words, or the sketch does not parse.
+
+    * An atom of a family or predicate nothing in the instruction asks for becomes the one predicate the
+      instruction does ask for, unused so far, that takes its argument's kind ("check on the bins":
+      ``(safe X)`` -> ``(visited-object X)``; several candidates: unchanged).
+    * Then a part of an ``and`` / ``or`` that asks only for what nothing in the instruction says drops out
+      when another part asks for something it says ("grab the bike": ``(or (holding X) (visited-object
+      X))`` -> ``(holding X)``; "go to the sign closest to the bike": its ``not`` on the bike goes), unless
+      it is the only part with a symbol the instruction names."""
+    table = words.goal_words
+    said = words.said_keys(instruction, table) & set(table)
+    if not said:
+        return sketch, []
+    try:
+        tree = _parse(sketch.strip())
+    except SketchError:
+        return sketch, []
+    notes: list[str] = []
+    unused = said - _keys(tree, domain) - {"not"}
+    named = {t for t in re.findall(r"\b[A-Za-z]{1,2}\d+\b", instruction) if ont.has_symbol_shape(t)}
+
+    def swap(node: object, negated: bool) -> object:
+        if not isinstance(node, list) or not node:
+            return node
+        head = str(node[0]).lower()
+        if head == "not":
+            return [node[0], *(swap(c, True) for c in node[1:])]
+        if head not in domain.predicates:
+            return [node[0], *(swap(c, negated) for c in node[1:])]
+        key = domain.family_of(head) or head
+        if negated or key in said or key not in table or len(node) != 2:
+            return node
+        kind = domain.predicates[head][0]
+        options = _unary_predicates(unused, kind, domain)
+        if len(options) != 1:
+            return node
+        new = options.pop()
+        notes.append(f"({head} {node[1]}) -> ({new} {node[1]}): the instruction asks for {new}, not {head}")
+        return [new, node[1]]
+
+    def prune(node: object) -> object:
+        if not isinstance(node, list) or not node or str(node[0]).lower() not in ("and", "or", "all", "any"):
+            return node
+        children = [prune(c) for c in node[1:]]
+        if str(node[0]).lower() in ("and", "or") and len(children) > 1:
+            asks = [_keys(c, domain) for c in children]
+            if any(k & said for k in asks):
+                kept = [c for c, k in zip(children, asks, strict=True) if not k or k & said]
+                held = {t for c in kept for t in _TOKEN.findall(_unparse(c))}
+                for c, k in zip(children, asks, strict=True):
+                    if k and not k & said:
+                        if set(_TOKEN.findall(_unparse(c))) & (named - held):
+                            kept.append(c)  # the only part with a symbol the instruction names
+                        else:
+                            notes.append(f"{_unparse(c)} dropped: nothing in the instruction asks for it")
+                children = [c for c in children if any(c is k for k in kept)]
+            if len(children) == 1:
+                return children[0]
+        return [node[0], *children]
+
+    out = prune(swap(tree, False))
+    if _keys(out, domain) == {"not"}:
+        out = _main_goal(out, named, unused, domain, notes)
+    aligned = _unparse(out)
+    return (aligned, notes) if notes else (sketch, [])
+
+
+def _main_goal(tree: list, named: set[str], unused: set[str], domain: GoalDomain, notes: list[str]) -> list:
+    """A goal of negations only (it holds before the robot moves) joined with the main goal it left out,
+    when that is clear: the one node symbol the instruction names and the sketch does not use, under the
+    one predicate the instruction asks for and the sketch does not use ("go to O79 but stay out of P22249").
+    """
+    left = sorted(named - set(_TOKEN.findall(_unparse(tree))))
+    kind = domain.kind_of_symbol(left[0]) if len(left) == 1 else None
+    if kind is None:
+        return tree
+    options = _unary_predicates(unused, kind, domain)
+    if len(options) != 1:
+        return tree
+    predicate = options.pop()
+    notes.append(f"({predicate} {left[0]}) added: the goal only said what to avoid")
+    parts = tree[1:] if str(tree[0]).lower() == "and" else [tree]
+    return ["and", [predicate, left[0]], *parts]
+
+
+def only_negations(sketch: str, domain: GoalDomain) -> bool:
+    """Whether every part ``sketch`` asks for is a negation: such a goal holds before the robot moves."""
+    try:
+        keys = _keys(_parse(sketch.strip()), domain)
+    except SketchError:
+        return False
+    return keys == {"not"}
 
 
 def _drop_contained(parts: list[str], domain: GoalDomain, holders: Holders) -> list[str]:

@@ -83,6 +83,23 @@ class Words:
         ends = "|".join(re.escape(e) for e in sorted(self.word_endings, key=len, reverse=True))
         return [w for w in words if re.search(rf"(?<![\w']){re.escape(w.lower())}(?:{ends})(?![\w'])", low)]
 
+    def said_keys(self, text: str, table: Mapping[str, Iterable[str]]) -> set[str]:
+        """The keys of ``table`` (key -> words) whose words ``text`` says, a word inside a longer said phrase
+        of another key not counting ("check on" says only ``visited``, not also ``safe`` by "check")."""
+        low = text.lower()
+        ends = "|".join(re.escape(e) for e in sorted(self.word_endings, key=len, reverse=True))
+        spans = [
+            (m.start(), m.end(), key)
+            for key, words in table.items()
+            for w in words
+            for m in re.finditer(rf"(?<![\w']){re.escape(w.lower())}(?:{ends})(?![\w'])", low)
+        ]
+        return {
+            key
+            for s, e, key in spans
+            if not any(k != key and s2 <= s and e <= e2 and e2 - s2 > e - s for s2, e2, k in spans)
+        }
+
     def join(self, items: Sequence[str]) -> str:
         """``items`` as one phrase ("R3", "R3 and R5", "R2, R3 and R5")."""
         sep, last = self.list_join

@@ -1,0 +1,67 @@
+"""Doubts read off the query and the graph, not the sentence: a ranking that chooses nothing, and a number the
+question states that the query never uses. Both send the query back once; written again, it is kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import scripted_agent, symbols_of_class
+from scenerag import SceneGraph
+from scenerag.agents.cypher_agent import ranked_count_query, unused_numbers
+from scenerag.store import CypherStore, open_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
+    store = open_store(tmp_path_factory.mktemp("doubts") / "db")
+    store.load(hydra_graph)
+    yield store
+    store.close()
+
+
+def test_ranked_count_query_counts_what_the_ordering_clause_ranks() -> None:
+    q = "MATCH (o:Object {class: 'food'}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
+    assert ranked_count_query(q) == (
+        "MATCH (o:Object {class: 'food'}) WITH DISTINCT o.nodeSymbol AS ranked_0 RETURN count(*) AS n",
+        1,
+    )
+    q = "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH r, count(o) AS n ORDER BY n DESC LIMIT 2 RETURN r.nodeSymbol"
+    assert ranked_count_query(q) == (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH DISTINCT r AS ranked_0 RETURN count(*) AS n",
+        2,
+    )
+    assert ranked_count_query("MATCH (r:Room) RETURN count(r) AS n ORDER BY n LIMIT 1") is None
+    assert ranked_count_query("MATCH (r:Room) RETURN r.nodeSymbol LIMIT 1") is None
+
+
+def test_unused_numbers_in_any_unit() -> None:
+    assert unused_numbers(
+        "MATCH (x:Object {class: 'food'}) RETURN x.nodeSymbol", "What is within 2 m of the food?", []
+    ) == ["2"]
+    used = "MATCH (a {nodeSymbol: 'O64'}), (o) WHERE point.distance(a.center, o.center) < 0.9 RETURN o"
+    assert unused_numbers(used, "What is within 90 cm of O64?", []) == []
+    assert unused_numbers("MATCH p = (a)-[*1..3]-(b) RETURN b", "What is 3 hops from P12?", []) == []
+    assert unused_numbers("MATCH (a {nodeSymbol: 'R2'}) RETURN a.center", "Where is R2 in 2D?", []) == []
+
+
+def test_a_ranking_over_the_reference_itself_is_sent_back(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    food = symbols_of_class(hydra_graph, "food")[0]
+    idle = (
+        "MATCH (o:Object {class: 'food'}) RETURN o.nodeSymbol "
+        "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1"
+    )
+    right = (
+        "MATCH (f:Object {class: 'food'}), (o:Object) WHERE o <> f "
+        "RETURN o.nodeSymbol ORDER BY point.distance(o.center, f.center) DESC LIMIT 1"
+    )
+    agent, model = scripted_agent(store, [idle, right])
+    result = agent.run("Which object is the farthest away from the food?", answer_type="string")
+    assert result.answer not in (None, food, f"<{food}>") and len(model.calls) == 2
+    assert "chooses nothing" in model.calls[1].messages[-1].content
+    # written again after the doubt, the query is kept
+    agent, model = scripted_agent(store, [idle, idle])
+    assert agent.run("Which object is the farthest away from the food?", answer_type="string").answer == food
