@@ -13,12 +13,13 @@ from conftest import one_value as _one
 from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import format_rows
-from scenerag.agents.cypher_check import check_cypher
+from scenerag.agents.cypher_check import bind_named_classes, check_cypher
 from scenerag.agents.examples import generate_examples
 from scenerag.agents.linking import EntityLinker
 from scenerag.agents.query_repair import (
     alternatives_in_map,
     count_grouped_by_itself,
+    count_none_optionally,
     drop_idle_sibling,
     drop_return_trip,
     extreme_in_with,
@@ -382,6 +383,49 @@ def test_one_symbol_pinned_twice_and_told_apart(store: CypherStore) -> None:
     assert store.query(query).rows == []
     fixed, notes = unpin_twice_named(query)
     assert notes and sorted(r["x.nodeSymbol"] for r in store.query(fixed).rows) == ["O103", "O317"]
+
+
+def test_a_class_with_one_node_pinned_twice_and_told_apart(store: CypherStore) -> None:
+    query = (
+        "MATCH (x:Object {class: 'bicycle'}), (ref:Object {class: 'bicycle'}) WHERE x <> ref "
+        "WITH x, ref ORDER BY point.distance(x.center, ref.center) LIMIT 1 RETURN x.nodeSymbol"
+    )
+    assert store.query(query).rows == []
+    assert unpin_twice_named(query) == (query, [])  # without the graph's singletons: unchanged
+    fixed, notes = unpin_twice_named(query, ["bicycle"])
+    assert notes and fixed.startswith("MATCH (x:Object), (ref:Object {class: 'bicycle'})")
+    assert _one(store, fixed) not in (None, "O43")
+    # a class with several nodes is a set, not a node: two of them told apart is a fair question
+    assert unpin_twice_named(query.replace("bicycle", "seating"), ["bicycle"])[1] == []
+
+
+def test_a_count_of_none_after_a_required_match_becomes_optional(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE o.class = 'bed' WITH r, count(o) AS n WHERE n = 0 "
+        "RETURN r.nodeSymbol"
+    )
+    assert store.query(query).rows == []
+    fixed, notes = count_none_optionally(query)
+    rooms = {r["r.nodeSymbol"] for r in store.query(fixed).rows}
+    with_bed = {
+        r["s"]
+        for r in store.query(
+            "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'bed'}) RETURN DISTINCT r.nodeSymbol AS s"
+        ).rows
+    }
+    every = {r["s"] for r in store.query("MATCH (r:Room) RETURN r.nodeSymbol AS s").rows}
+    assert notes and rooms == every - with_bed and rooms
+    assert count_none_optionally(fixed) == (fixed, [])  # already optional: unchanged
+
+
+def test_a_variable_named_as_a_named_class_is_bound(store: CypherStore) -> None:
+    query = (
+        "MATCH (x:Object) WHERE x <> food AND point.distance(x.center, food.center) < 2 RETURN x.nodeSymbol"
+    )
+    fixed, notes = bind_named_classes(query, {"food": ("Object", "food")})
+    assert notes and fixed.startswith("MATCH (x:Object), (food:Object {class: 'food'}) WHERE")
+    assert store.query(fixed).rows
+    assert bind_named_classes(query, {"bed": ("Object", "bed")}) == (query, [])
 
 
 def test_two_named_alternatives_are_one_node_among_the_symbols(store: CypherStore) -> None:

@@ -16,6 +16,7 @@ from scenerag.agents.goal_sketch import (
     align_to_verbs,
     only_negations,
     resolve_sketch,
+    scope_to_named_class,
     verb_problems,
 )
 from scenerag.agents.words import load_words
@@ -220,3 +221,25 @@ def test_said_keys_counts_a_word_once_inside_a_longer_phrase() -> None:
     assert words.said_keys("check on the bins", words.goal_words) == {"visited"}
     assert words.said_keys("check the bins", words.goal_words) == {"safe"}
     assert "ends-at" not in words.said_keys("stay out of R4", words.goal_words)
+
+
+def test_a_room_sketched_for_the_objects_in_it_and_one_of_many(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    """ "wait by one of the chairs in R5" sketched as the room: the atom is about the chairs in R5, and "one of"
+    asks for any one of them although the class is named in the plural."""
+    agent, _ = scripted_agent(store, ["Goal: (in-room R5)"])
+    result = agent.run("Wait by one of the chairs in R5.", task="pddl")
+    in_r5 = [
+        r["s"]
+        for r in store.query(
+            "MATCH (:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN DISTINCT o.nodeSymbol AS s"
+        ).rows
+    ]
+    assert result.answer and result.answer.startswith("(or (at-object O") and len(in_r5) > 1
+    assert goals_equivalent(result.answer, "(or " + " ".join(f"(at-object {s})" for s in in_r5) + ")")
+    assert scope_to_named_class("(in-room R5)", [], D) == ("(in-room R5)", [])
+    assert scope_to_named_class("(and (visited-room R2) (in-room R5))", ["seating"], D)[1] == []  # two rooms
+    agent, _ = scripted_agent(store, ["Goal: (all (visited-object [seating in R5]))"])
+    every = agent.run("Visit all the chairs in R5, any order.", task="pddl").answer
+    assert every and every.startswith("(and ")

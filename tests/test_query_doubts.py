@@ -65,3 +65,13 @@ def test_a_ranking_over_the_reference_itself_is_sent_back(
     # written again after the doubt, the query is kept
     agent, model = scripted_agent(store, [idle, idle])
     assert agent.run("Which object is the farthest away from the food?", answer_type="string").answer == food
+
+
+def test_several_numbers_where_one_is_asked_for_are_sent_back(store: CypherStore) -> None:
+    many = "MATCH (o:Object {class: 'sign'}) RETURN o.center.z"
+    one = "MATCH (o:Object {class: 'sign'}) RETURN max(o.center.z)"
+    agent, model = scripted_agent(store, [many, one])
+    result = agent.run("How high is the highest sign?", answer_type="number")
+    top = store.query(one).rows[0]
+    assert result.answer is not None and abs(float(result.answer) - float(next(iter(top.values())))) < 0.01
+    assert "rows of numbers" in model.calls[1].messages[-1].content

@@ -29,6 +29,7 @@ One pipeline, each stage general over graphs and phrasings (words of a language 
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from scenerag.agents import prompts
 from scenerag.agents.answer_format import NOT_FOUND, format_rows, zero_when_nothing_matches
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
-from scenerag.agents.cypher_check import check_cypher
+from scenerag.agents.cypher_check import bind_named_classes, check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
 from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example, unclash
@@ -47,6 +48,7 @@ from scenerag.agents.goal_sketch import (
     align_to_verbs,
     only_negations,
     resolve_sketch,
+    scope_to_named_class,
     sketch_grammar,
     verb_problems,
 )
@@ -59,6 +61,7 @@ from scenerag.agents.query_repair import (
     center_arguments,
     choice_column_only,
     count_grouped_by_itself,
+    count_none_optionally,
     drop_idle_sibling,
     drop_idle_with,
     drop_return_trip,
@@ -889,7 +892,8 @@ class CypherAgent:
 
     def _linked_values(self, cypher: str, links: Sequence[Link]) -> tuple[str, list[str]]:
         """``cypher`` with the question's words used as values (``{nodeSymbol: 'upstairs'}``) replaced by
-        what they were linked to (see :func:`repair_mentions`)."""
+        what they were linked to (see :func:`repair_mentions`), and a variable named as a class the question
+        names but never bound made a node of that class (:func:`bind_named_classes`)."""
         if not self.config.auto_repair:
             return cypher, []
         mentions = {
@@ -899,7 +903,16 @@ class CypherAgent:
             for form in self.words.word_forms(mention.lower())
             if form != link.value.lower()
         }
-        return repair_mentions(cypher, mentions, self.store.schema())
+        query, notes = repair_mentions(cypher, mentions, self.store.schema())
+        classes = {
+            form: (link.label, link.value)
+            for link in links
+            if link.key == ont.CLASS_KEY
+            for said in (*link.mentions, link.value)
+            for form in self.words.word_forms(said.lower())
+        }
+        query, more = bind_named_classes(query, classes)
+        return query, notes + more
 
     def _execute(
         self, state: RunState, cypher: str, notes: list[str] | None = None
@@ -935,11 +948,13 @@ class CypherAgent:
             notes += more
             ran, more = repair_node_operators(ran, schema)
             notes += more
+            singles = self.linker().singletons() if self.config.link_entities else {}
             for repair in (
                 carry_dropped_variables,
                 count_grouped_by_itself,
+                count_none_optionally,
                 drop_return_trip,
-                unpin_twice_named,
+                functools.partial(unpin_twice_named, singletons=singles),
                 widen_shortest_paths,
                 measure_the_counted_node,
                 others_for_self_distance,
@@ -949,7 +964,7 @@ class CypherAgent:
                 ran, more = repair(ran)
                 notes += more
             if self.config.link_entities:
-                ran, more = return_the_neighbour(ran, self.linker().singletons())
+                ran, more = return_the_neighbour(ran, singles)
                 notes += more
                 ran, more = drop_idle_sibling(ran, self.linker().class_of)
                 notes += more
@@ -1136,6 +1151,35 @@ class CypherAgent:
             rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
         return [w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop]
 
+    def _scoped_class(self, phrase: str, links: Sequence[Link]) -> list[str] | None:
+        """The members of one class inside one node the phrase names by symbol ("chairs in hallway R5":
+        the seating R5 holds, along CONTAINS), when the phrase says nothing else; None otherwise."""
+        held = [link for link in links if link.key == ont.SYMBOL_KEY]
+        if len(held) != 1:
+            return None
+        own = {
+            str(r["c"]).lower()
+            for r in self.store.query(
+                f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} = $s RETURN n.{ont.CLASS_KEY} AS c", {"s": held[0].value}
+            ).rows
+            if r.get("c")
+        }
+        classes = [link for link in links if link.key == ont.CLASS_KEY and link.value.lower() not in own]
+        if len(classes) != 1 or len(links) - len(classes) - 1 != sum(
+            1 for link in links if link.key == ont.CLASS_KEY and link.value.lower() in own
+        ):
+            return None
+        layers = sorted(self.words.layer_words, key=len, reverse=True)
+        if self._unlinked_words(phrase, links, layers):
+            return None
+        rows = self.store.query(
+            f"MATCH (h)-[:{ont.CONTAINS}*]->(n) WHERE h.{ont.SYMBOL_KEY} = $s AND n.{ont.CLASS_KEY} = $c "
+            f"RETURN DISTINCT n.{ont.SYMBOL_KEY} AS s ORDER BY s",
+            {"s": held[0].value, "c": classes[0].value},
+            max_rows=500,
+        ).rows
+        return [str(r["s"]) for r in rows if r.get("s")]
+
     def _named_node(self, phrase: str, links: Sequence[Link]) -> str | None:
         """The one node ``phrase`` names by its symbol, with at most its own class or layer beside it
         ("hallway R5", "mesh place P754"); None when the phrase says anything else."""
@@ -1171,6 +1215,9 @@ class CypherAgent:
         named = self._named_node(phrase, links)
         if named is not None:
             return [named]
+        scoped = self._scoped_class(phrase, links)
+        if scoped is not None:
+            return scoped
         if self._describes_more(phrase, links):
             return self._resolve_phrase(phrase, kind, labels)
         values = [phrase.lower().replace(" ", "_")]
@@ -1252,12 +1299,12 @@ class CypherAgent:
     def _ground_loop(self, state: RunState, links: Sequence[Link]) -> None:
         grammar = self.sketch_grammar()
         for attempt in range(self._rounds()):
-            draft = self._aligned(state, parse_reply(self._replies(state, 1, grammar)[0], "pddl"))
+            draft = self._aligned(state, parse_reply(self._replies(state, 1, grammar)[0], "pddl"), links)
             problems = self._draft_problems(state, draft, links) if attempt == 0 else []
             if problems and self.config.candidates > 1 and not self._out_of_time(state):
                 # a greedy sketch that misses its instruction: the first sampled one that does not wins
                 for reply in self._replies(state, self.config.candidates - 1, grammar, greedy=False):
-                    other = self._aligned(state, parse_reply(reply, "pddl"))
+                    other = self._aligned(state, parse_reply(reply, "pddl"), links)
                     if other.goal and not self._draft_problems(state, other, links):
                         state.result.context.setdefault("sketch_feedback", []).extend(problems)
                         draft, problems = other, []
@@ -1287,10 +1334,14 @@ class CypherAgent:
                         str(r.get(col)) for r in result.rows if r.get(col) is not None
                     ]
                     bindings[col] = bindings[col.split(".")[-1]]
+            question = state.result.question
+            choice = self.words.says(question, self.words.choice_words) and not self.words.says(
+                question, self.words.every_words
+            )
             plural = {
                 link.value.lower()
                 for link in links
-                if link.key == ont.CLASS_KEY and _is_plural(link.mention, link.value)
+                if link.key == ont.CLASS_KEY and _is_plural(link.mention, link.value) and not choice
             }
             try:
                 sketch = resolve_sketch(
@@ -1316,12 +1367,25 @@ class CypherAgent:
             ):
                 return
 
-    def _aligned(self, state: RunState, draft: _Draft) -> _Draft:
-        """``draft`` with its sketch made to say what the instruction's verbs ask for (``align_to_verbs``;
-        the changes go into the result's rewrites)."""
+    def _aligned(self, state: RunState, draft: _Draft, links: Sequence[Link]) -> _Draft:
+        """``draft`` with its sketch made to say what the instruction's verbs ask for (``align_to_verbs``)
+        and about the objects it names rather than the room they are in (``scope_to_named_class``); the
+        changes go into the result's rewrites."""
         if not draft.goal:
             return draft
         goal, notes = align_to_verbs(draft.goal, state.result.question, self.domain, self.words)
+        text = goal.lower()
+        unused = [
+            link.value
+            for link in links
+            if link.key == ont.CLASS_KEY
+            and link.seen
+            and (kind := self.domain.kind_of_label(link.label)) is not None
+            and kind.name == "object"
+            and not any(m.lower() in text for m in (link.value, *link.mentions, *link.symbols))
+        ]
+        goal, more = scope_to_named_class(goal, list(dict.fromkeys(unused)), self.domain)
+        notes += more
         if not notes:
             return draft
         state.result.context.setdefault("rewrites", []).extend(notes)
@@ -1514,6 +1578,13 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
             f"It returned only numbers ({result.columns[0]} = {cells[0]}), but the answer is nodes or names: "
             "return n.nodeSymbol (ordered by that number if needed), not the number."
         )
+    if answer_type == "number" and numeric and len(result.rows) > 1 and result.columns:
+        first = {str(row.get(result.columns[0])) for row in result.rows}
+        if len(first) > 1:
+            return (
+                f"It returned {len(result.rows)} rows of numbers, but the answer is one number: aggregate "
+                "them (count, sum, avg, max, min) or ORDER BY ... LIMIT 1."
+            )
     if answer_type == "number" and not any(_is_number(v) for v in cells) and len(cells) == 1:
         return "It returned a name, but the answer is a number: return the count or the measure."
     if answer_type == "point" and not points:

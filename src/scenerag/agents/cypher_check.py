@@ -522,20 +522,47 @@ def _group_before_filter(result: CheckResult) -> bool:
     return True
 
 
-def _unbound(result: CheckResult) -> None:
-    query = result.query
+def unbound_variables(query: str) -> list[str]:
+    """Variables whose properties ``query`` reads but that no pattern, WITH, UNWIND or list binds."""
     try:
         a = analyze(query)
     except Exception:
-        return
+        return []
     bound = set(a.node_vars) | set(a.rel_vars)
     bound |= {m.group(1) for m in _BINDERS.finditer(query)}
     bound |= {m.group(1) for m in _PATH_VAR.finditer(query)}
     bound |= {m.group(1) for m in _LIST_VAR.finditer(query)}
-    missing = sorted({var for var, _ in a.property_refs if var not in bound and not var.startswith("$")})
+    return sorted({var for var, _ in a.property_refs if var not in bound and not var.startswith("$")})
+
+
+def _unbound(result: CheckResult) -> None:
+    missing = unbound_variables(result.query)
     if missing:
         names = ", ".join(missing)
         result.problems.append(
             f"variable {names} is used but never bound: name it in a MATCH pattern, e.g. (r:Room) "
             "or carry it through WITH"
         )
+
+
+def bind_named_classes(query: str, classes: dict[str, tuple[str, str]]) -> tuple[str, list[str]]:
+    """``MATCH (x:Object) WHERE point.distance(x.center, food.center) < 2``, ``food`` never bound, for a
+    question naming the food: a variable named as a class the question names (``classes``: lower-cased
+    word -> (label, class value), from entity linking) is a node of that class, bound in the first MATCH.
+    ``(query, notes)``."""
+    first = re.search(
+        r"\bMATCH\b(?P<p>.*?)(?=\b(?:WHERE|WITH|RETURN|MATCH|OPTIONAL|UNWIND|CALL)\b|$)", query, re.I | re.S
+    )
+    if first is None:
+        return query, []
+    added, notes = [], []
+    for var in unbound_variables(query):
+        if var.lower() in classes:
+            label, value = classes[var.lower()]
+            added.append(f"({var}:{label} {{{ont.CLASS_KEY}: '{value}'}})")
+            notes.append(f"{var} was never bound: it is the {value} the question names")
+    if not added:
+        return query, []
+    end = first.end("p")
+    head = query[:end].rstrip()
+    return head + ", " + ", ".join(added) + " " + query[end:].lstrip(), notes

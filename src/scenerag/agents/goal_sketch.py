@@ -36,6 +36,7 @@ __all__ = [
     "align_to_verbs",
     "only_negations",
     "resolve_sketch",
+    "scope_to_named_class",
     "sketch_grammar",
     "verb_problems",
 ]
@@ -391,6 +392,43 @@ def _main_goal(tree: list, named: set[str], unused: set[str], domain: GoalDomain
     notes.append(f"({predicate} {left[0]}) added: the goal only said what to avoid")
     parts = tree[1:] if str(tree[0]).lower() == "and" else [tree]
     return ["and", [predicate, left[0]], *parts]
+
+
+def scope_to_named_class(sketch: str, unused: list[str], domain: GoalDomain) -> tuple[str, list[str]]:
+    """A sketch that names a room where the instruction names a class of objects in it ("wait by one of the
+    chairs in R5" sketched ``(in-room R5)``): with exactly one object class the instruction names and the
+    sketch leaves out (``unused``), and exactly one positive atom over a room, that atom is about the
+    class's members in the room (``(in-room [seating in R5])``; the graph then types the predicate)."""
+    if len(unused) != 1:
+        return sketch, []
+    try:
+        tree = _parse(sketch.strip())
+    except SketchError:
+        return sketch, []
+    rooms: list[list] = []
+
+    def walk(node: object) -> None:
+        if not isinstance(node, list) or not node:
+            return
+        head = str(node[0]).lower()
+        if head == "not":
+            return
+        kinds = domain.predicates.get(head)
+        if kinds is not None:
+            if kinds == ("room",):
+                rooms.append(node)
+            return
+        for child in node[1:]:
+            walk(child)
+
+    walk(tree)
+    if len(rooms) != 1:
+        return sketch, []
+    atom = rooms[0]
+    where = str(atom[1]).strip("[]")
+    before = _unparse(atom)
+    atom[1] = f"[{unused[0]} in {where}]"
+    return _unparse(tree), [f"{before} -> {_unparse(atom)}: the instruction names the {unused[0]} in {where}"]
 
 
 def only_negations(sketch: str, domain: GoalDomain) -> bool:

@@ -19,7 +19,7 @@ Every rewrite is reported back to the model, so it also learns the right form.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from scenerag.graph import ontology as ont
 from scenerag.store.cypher import Token, tokenize
@@ -551,6 +551,7 @@ _RETURNED = re.compile(
     r"\bRETURN\s+(?:DISTINCT\s+)?(?:(?P<v>\w+)\.|count\s*\(\s*(?:DISTINCT\s+)?(?P<c>\w+)\s*\))", re.I
 )
 _SYMBOL_PROP = re.compile(r"\bnodeSymbol\s*:\s*'([^']*)'")
+_CLASS_PROP = re.compile(r"\bclass\s*:\s*'([^']*)'")
 
 
 def apply_edits(query: str, edits: list[tuple[int, int, str]]) -> str:
@@ -714,6 +715,37 @@ def count_grouped_by_itself(query: str) -> tuple[str, list[str]]:
     return fixed, [f"count({m.group('v')}) grouped by {m.group('v')} itself is always 1: counted them all"]
 
 
+_COUNTED_NONE = re.compile(
+    r"(?<!OPTIONAL\s)\bMATCH\s+\(\s*(?P<v>[A-Za-z_]\w*)(?P<vrest>\s*(?::\s*`?\w+`?)?\s*(?:\{[^{}]*\})?\s*)\)"
+    r"(?P<rel>\s*<?-\s*\[[^\]]*\]\s*->?\s*)(?P<other>\(\s*(?P<w>[A-Za-z_]\w*)[^()]*\))"
+    r"(?P<where>\s+WHERE\s+(?:(?!\bWITH\b).)*?)?"
+    r"(?P<tail>\s+WITH\s+(?P=v)\s*,\s*count\s*\(\s*(?:DISTINCT\s+)?(?P=w)\s*\)\s+AS\s+(?P<n>\w+)\s+WHERE\s+(?P=n)\s*"
+    r"(?:=\s*0|<\s*1)(?![\d.]))",
+    re.I | re.S,
+)
+
+
+def count_none_optionally(query: str) -> tuple[str, list[str]]:
+    """``MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]-(b) WITH a, count(b) AS n WHERE n = 0`` keeps only the
+    ``a`` that have a ``b`` (the MATCH requires one), so a count of 0 never happens: "which places have no
+    neighbours" needs the pattern OPTIONAL. ``MATCH (a) OPTIONAL MATCH (a)-[...]-(b) ...``; ``(query,
+    notes)``."""
+    m = _COUNTED_NONE.search(query)
+    if m is None:
+        return query, []
+    v = m.group("v")
+    fixed = (
+        query[: m.start()]
+        + f"MATCH ({v}{m.group('vrest')}) OPTIONAL MATCH ({v}){m.group('rel')}{m.group('other')}"
+        + (m.group("where") or "")
+        + m.group("tail")
+        + query[m.end() :]
+    )
+    return fixed, [
+        f"count({m.group('w')}) = 0 after a MATCH that requires a {m.group('w')} never holds: the pattern made OPTIONAL"
+    ]
+
+
 _RETURN_TRIP = re.compile(
     r"(?P<head>\(\s*(?P<x>[A-Za-z_]\w*)\b[^()]*\)\s*<-\s*\[\s*:\s*(?P<t>\w+)\s*\]\s*-\s*\([^()]*\))"
     r"(?P<trip>\s*-\s*\[\s*:\s*(?P=t)\s*\]\s*->\s*\(\s*(?P=x)\s*\))"
@@ -806,27 +838,35 @@ def others_for_self_distance(query: str) -> tuple[str, list[str]]:
     ]
 
 
-def unpin_twice_named(query: str) -> tuple[str, list[str]]:
+def unpin_twice_named(query: str, singletons: Collection[str] = ()) -> tuple[str, list[str]]:
     """``(x {nodeSymbol: 'O112'}), (ref {nodeSymbol: 'O112'}) WHERE x <> ref`` asks for a node that is and
-    is not O112 (no rows): the named node is the reference, the other variable (the returned one where it
-    is one of the two) stands for every other node, so its map (the symbol and O112's class) goes.
-    ``(query, notes)``."""
+    is not O112 (no rows): the named node is the reference, the other variable (the one the query goes on
+    with: returned, or carried by the first WITH) stands for every other node, so its map goes. A class
+    with one node in the graph (``singletons``: "which object is closest to the bike", both variables
+    ``{class: 'bicycle'}``) names a node just as well. ``(query, notes)``."""
+    single = {c.lower() for c in singletons}
     pinned: dict[str, list[re.Match[str]]] = {}
     for m in _NODE_PATTERN.finditer(query):
-        if s := _SYMBOL_PROP.search(m.group("props") or ""):
+        props = m.group("props") or ""
+        if s := _SYMBOL_PROP.search(props):
             pinned.setdefault(s.group(1), []).append(m)
-    returned = _RETURNED.search(query)
-    r = (returned.group("v") or returned.group("c")) if returned else None
-    for symbol, nodes in pinned.items():
+        elif (c := _CLASS_PROP.search(props)) and c.group(1).lower() in single:
+            pinned.setdefault(f"the only {c.group(1)}", []).append(m)
+    projection = re.search(
+        r"\b(?:WITH|RETURN)\b(?P<p>.*?)(?=\bORDER\s+BY\b|\bWHERE\b|\bMATCH\b|$)", query, re.I | re.S
+    )
+    carried = projection.group("p") if projection else ""
+    for name, nodes in pinned.items():
         if len(nodes) != 2:
             continue
         a, b = nodes[0].group("v"), nodes[1].group("v")
         if a == b or not re.search(rf"\b{a}\s*<>\s*{b}\b|\b{b}\s*<>\s*{a}\b", query):
             continue
-        free = nodes[0] if a == r else nodes[1]
+        at = {v: m.start() for v in (a, b) if (m := re.search(rf"\b{v}\b", carried))}
+        free = nodes[1] if at and min(at, key=lambda v: at[v]) == b else nodes[0]
         fixed = query[: free.start()] + f"({free.group('v')}:{free.group('l')})" + query[free.end() :]
         return fixed, [
-            f"{a} and {b} were both pinned to {symbol} and told apart: {free.group('v')} is any other node"
+            f"{a} and {b} were both pinned to {name} and told apart: {free.group('v')} is any other node"
         ]
     return query, []
 

@@ -51,6 +51,10 @@ class Words:
     asks_more: tuple[str, ...] = ()
     order_words: tuple[str, ...] = ()
     pair_words: tuple[str, ...] = ()
+    #: an instruction that says one of ``choice_words`` and none of ``every_words`` asks for any one member of a
+    #: class it names in the plural ("pick up one of the boxes"), not for every one
+    choice_words: tuple[str, ...] = ()
+    every_words: tuple[str, ...] = ()
     position_words: tuple[str, ...] = ()
     #: word -> the ontology labels it names ("mesh place" -> ("MeshPlace",)); () for a word naming any node
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -164,6 +168,8 @@ _LISTS = (
     "asks_more",
     "order_words",
     "pair_words",
+    "choice_words",
+    "every_words",
     "position_words",
     "answer_words",
     "mass_nouns",
@@ -213,6 +219,8 @@ def _merge(files: Sequence[Path]) -> Words:
         asks_more=tuple(lists.get("asks_more", ())),
         order_words=tuple(lists.get("order_words", ())),
         pair_words=tuple(lists.get("pair_words", ())),
+        choice_words=tuple(lists.get("choice_words", ())),
+        every_words=tuple(lists.get("every_words", ())),
         position_words=tuple(lists.get("position_words", ())),
         layer_words=layers,
         floors=floors,
