@@ -91,6 +91,9 @@ def _prepare(
         from scenerag.errors import StoreError
         from scenerag.serve.share import discover
         from scenerag.store import open_store
+        from scenerag.store.arcade import use_server_jvm
+
+        use_server_jvm()  # a server's heap settings, when this process starts the JVM
 
         try:
             store, owned = open_store(db, create=False), True
@@ -176,7 +179,8 @@ def serve(
             publish(db, local_url(host, port), kind="serve", token=owner) if shared else nullcontext(),  # type: ignore[arg-type]
         ):
             uvicorn.run(
-                create_app(service),
+                # frozen again once uvicorn, the app and the MCP session manager are set up
+                create_app(service, on_started=freeze_heap),
                 host=host,
                 port=port,
                 log_level=log_level,
