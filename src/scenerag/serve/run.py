@@ -200,8 +200,9 @@ def freeze_heap() -> None:
     few hundred milliseconds. Each full collection holds the GIL while it walks the whole heap: measured
     with the server's modules loaded (~110k objects), stalls of up to 255 ms for every Python thread,
     ``/health`` included, during one 4-s cartesian query; with the start-up heap frozen, at most 9 ms.
-    Called once the server is set up (and again once a background model load is done); objects made later
-    are still collected as usual."""
+    Called once the service is set up, again when the app has started (uvicorn, the app and the MCP session
+    manager set up) and once a background model load is done; objects made later are still collected as
+    usual."""
     gc.collect()
     gc.freeze()
 

@@ -59,8 +59,8 @@ def use_server_jvm() -> bool:
     A batch job (a bulk load) wants throughput: the collector's adaptive sizing grows the young generation
     until collections take 1% of the time. A server wants its memory steady: under a steady query mix the
     adaptive sizing kept growing the young generation (eden 336, 476, then 682 MiB at the end of three
-    40-s soak phases, the RSS with it: 902, 1,010, 1,071 MiB), although the data that survived stayed at
-    ~20 MiB. So the server's heap is committed and touched at start (``-Xms`` with ``-XX:+AlwaysPreTouch``,
+    40-s soak phases; the Java heap's resident pages 560, 563, 719 MiB), although the data that survived
+    stayed at ~20 MiB. So the server's heap is committed and touched at start (``-Xms`` with ``-XX:+AlwaysPreTouch``,
     :data:`SERVER_HEAP_MIB`) with a young generation of a fixed size (``-Xmn``, :data:`SERVER_YOUNG_MIB`,
     ``-XX:-UseAdaptiveSizePolicy``); the heap still grows, up to its maximum (``SCENERAG_JVM_HEAP``), when
     the data that stays alive needs more. ``-XX:+DisableExplicitGC``: JPype calls ``System.gc()`` (a full,
