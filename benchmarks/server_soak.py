@@ -400,8 +400,15 @@ def tool_error_kind(text: str) -> str:
 def run_phase(
     url: str, graph: SceneGraph, args: argparse.Namespace, phase: Phase, seed: int, server_pid: int
 ) -> None:
-    start = time.monotonic()
-    stop = start + args.phase_s
+    # Every thread makes its client and opens its connection first; the phase's clock starts once all have
+    # (the barrier's action), so a phase measures the server, not the clients' own start.
+    clock: dict[str, float] = {}
+
+    def start_clock() -> None:
+        clock["start"] = time.monotonic()
+        clock["stop"] = clock["start"] + args.phase_s
+
+    ready = threading.Barrier(args.clients + 1, action=start_clock)
     heap_bytes = max_heap_bytes(perf_counters(server_pid))
     jvm_before = jvm_figures(perf_counters(server_pid))
     threads_before = thread_ticks(server_pid)
@@ -411,6 +418,9 @@ def run_phase(
         bodies = request_bodies(graph, seed * 100 + index)
         with httpx2.Client(base_url=url, timeout=30) as c:
             mcp = McpCaller(c) if args.transport == "mcp" else None
+            c.get("/health")
+            ready.wait()
+            stop = clock["stop"]
             while time.monotonic() < stop:
                 kind, body = next(bodies)
                 t0 = time.perf_counter()
@@ -427,6 +437,9 @@ def run_phase(
 
     def poll_health() -> None:
         with httpx2.Client(base_url=url, timeout=10) as c:
+            c.get("/health")
+            ready.wait()
+            start, stop = clock["start"], clock["stop"]
             while time.monotonic() < stop:
                 t0 = time.perf_counter()
                 try:
