@@ -32,6 +32,7 @@ import math
 import os
 import random
 import re
+import struct
 import subprocess
 import tempfile
 import threading
@@ -148,6 +149,8 @@ class Phase:
     rss_mib: float | None = None
     rss_samples: list[float] = field(default_factory=list)
     rss_parts: dict[str, float] = field(default_factory=dict)
+    jvm: dict[str, Any] = field(default_factory=dict)
+    timeline: list[list[float]] = field(default_factory=list)
     threads: list[dict[str, Any]] = field(default_factory=list)
     cpu_s: dict[str, float] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -182,29 +185,124 @@ class Phase:
             "rss_mib": self.rss_mib,
             "rss_range_mib": [min(self.rss_samples), max(self.rss_samples)] if self.rss_samples else None,
             "rss_parts_mib": self.rss_parts,
+            "jvm": self.jvm,
+            "slow_health": [row for row in self.timeline if row[1] > 50.0],
+            "timeline": {"columns": list(TIMELINE_COLUMNS), "rows": self.timeline},
             "cpu_s": self.cpu_s,
             "threads": self.threads,
         }
 
 
-def rss_breakdown(pid: int) -> dict[str, float]:
-    """The server's resident memory by kind of mapping (MiB): anonymous memory (the JVM heap, whose
-    committed parts are separate mappings, malloc arenas, thread stacks, JIT code, metaspace), the brk
-    heap (Python's small objects), and file-backed pages (libraries, the database files)."""
-    out = {"anon": 0.0, "brk_heap": 0.0, "files": 0.0}
+def perf_counters(pid: int) -> dict[str, Any]:
+    """The HotSpot performance counters of JVM process ``pid`` (``/tmp/hsperfdata_<user>/<pid>``, which
+    the JVM keeps up to date in shared memory; reading it touches nothing in the server): name -> value.
+    Empty when the file is missing or unreadable."""
+    import getpass
+
+    path = Path(tempfile.gettempdir()) / f"hsperfdata_{getpass.getuser()}" / str(pid)
+    try:
+        data = path.read_bytes()
+        if struct.unpack_from(">I", data, 0)[0] != 0xCAFEC0C0:
+            return {}
+        order = "<" if data[4] == 1 else ">"
+        entry, count = struct.unpack_from(order + "ii", data, 24)
+        out: dict[str, Any] = {}
+        for _ in range(count):
+            length, name_at, vector, kind, _f, _u, _v, data_at = struct.unpack_from(
+                order + "iiiBBBBi", data, entry
+            )
+            name = data[entry + name_at : data.index(b"\0", entry + name_at)].decode()
+            if vector == 0 and kind == ord("J"):
+                out[name] = struct.unpack_from(order + "q", data, entry + data_at)[0]
+            entry += length
+        return out
+    except (OSError, struct.error, ValueError):
+        return {}
+
+
+def jvm_figures(counters: dict[str, Any]) -> dict[str, float]:
+    """The Java heap from the performance counters (MiB; GC counts and seconds since the JVM started):
+    eden, survivor and old-generation capacity (committed) and use, metaspace, young and full GCs."""
+    if not counters:
+        return {}
+    mib = 1024 * 1024
+    hz = counters.get("sun.os.hrt.frequency", 1e9)
+
+    def c(name: str) -> float:
+        return float(counters.get(name, 0))
+
+    return {
+        "eden_mib": round(c("sun.gc.generation.0.space.0.capacity") / mib, 1),
+        "eden_used_mib": round(c("sun.gc.generation.0.space.0.used") / mib, 1),
+        "survivor_mib": round(
+            (c("sun.gc.generation.0.space.1.capacity") + c("sun.gc.generation.0.space.2.capacity")) / mib, 1
+        ),
+        "old_mib": round(c("sun.gc.generation.1.capacity") / mib, 1),
+        "old_used_mib": round(c("sun.gc.generation.1.space.0.used") / mib, 1),
+        "metaspace_mib": round(c("sun.gc.metaspace.capacity") / mib, 1),
+        "young_gcs": c("sun.gc.collector.0.invocations"),
+        "young_gc_s": round(c("sun.gc.collector.0.time") / hz, 2),
+        "full_gcs": c("sun.gc.collector.1.invocations"),
+        "full_gc_s": round(c("sun.gc.collector.1.time") / hz, 2),
+    }
+
+
+def rss_breakdown(pid: int, heap_bytes: int = 0) -> dict[str, float]:
+    """The server's resident memory by kind of mapping (MiB): the Java heap (the anonymous mappings of the
+    one contiguous reservation of ``heap_bytes``, the JVM's maximum heap, when given), the other anonymous
+    memory (malloc arenas, Python's object arenas, thread stacks, JIT code, metaspace), the brk heap
+    (Python's and the C library's small allocations), and file-backed pages (libraries, the database)."""
+    out = {"java_heap": 0.0, "anon": 0.0, "brk_heap": 0.0, "files": 0.0}
     try:
         text = Path(f"/proc/{pid}/smaps").read_text()
     except OSError:
         return out
-    kind = "anon"
+    mappings: list[list[Any]] = []  # [start, end, kind, rss KiB]
     for line in text.splitlines():
         head = line.split()
         if head and "-" in head[0] and len(head) >= 5:  # a mapping's header line
             name = head[5] if len(head) > 5 else ""
+            start, end = (int(x, 16) for x in head[0].split("-"))
             kind = "brk_heap" if name == "[heap]" else "files" if name.startswith("/") else "anon"
-        elif line.startswith("Rss:"):
-            out[kind] += int(head[1]) / 1024
+            mappings.append([start, end, kind, 0])
+        elif line.startswith("Rss:") and mappings:
+            mappings[-1][3] = int(head[1])
+    if heap_bytes:  # contiguous anonymous runs; the one as large as the maximum heap is the Java heap
+        run: list[list[Any]] = []
+        for m in [*mappings, [0, 0, "end", 0]]:
+            if run and (m[2] != "anon" or m[0] != run[-1][1]):
+                if abs((run[-1][1] - run[0][0]) - heap_bytes) <= heap_bytes // 50:
+                    for part in run:
+                        part[2] = "java_heap"
+                run = []
+            if m[2] == "anon":
+                run.append(m)
+    for _, _, kind, rss in mappings:
+        if kind in out:
+            out[kind] += rss / 1024
     return {k: round(v, 1) for k, v in out.items()}
+
+
+#: one row per /health poll: seconds into the phase, health ms, RSS, Java heap RSS, eden, old, old used
+#: (MiB), young and full GCs so far
+TIMELINE_COLUMNS = (
+    "t_s",
+    "health_ms",
+    "rss_mib",
+    "java_heap_rss_mib",
+    "eden_mib",
+    "old_mib",
+    "old_used_mib",
+    "young_gcs",
+    "full_gcs",
+)
+
+
+def max_heap_bytes(counters: dict[str, Any]) -> int:
+    return int(
+        counters.get("sun.gc.generation.0.maxCapacity", 0)
+        + counters.get("sun.gc.generation.1.maxCapacity", 0)
+    )
 
 
 def thread_ticks(pid: int) -> dict[int, tuple[str, int]]:
@@ -302,7 +400,17 @@ def tool_error_kind(text: str) -> str:
 def run_phase(
     url: str, graph: SceneGraph, args: argparse.Namespace, phase: Phase, seed: int, server_pid: int
 ) -> None:
-    stop = time.monotonic() + args.phase_s
+    # Every thread makes its client and opens its connection first; the phase's clock starts once all have
+    # (the barrier's action), so a phase measures the server, not the clients' own start.
+    clock: dict[str, float] = {}
+
+    def start_clock() -> None:
+        clock["start"] = time.monotonic()
+        clock["stop"] = clock["start"] + args.phase_s
+
+    ready = threading.Barrier(args.clients + 1, action=start_clock)
+    heap_bytes = max_heap_bytes(perf_counters(server_pid))
+    jvm_before = jvm_figures(perf_counters(server_pid))
     threads_before = thread_ticks(server_pid)
     server_before, clients_before = process_ticks(server_pid), process_ticks(os.getpid())
 
@@ -310,6 +418,9 @@ def run_phase(
         bodies = request_bodies(graph, seed * 100 + index)
         with httpx2.Client(base_url=url, timeout=30) as c:
             mcp = McpCaller(c) if args.transport == "mcp" else None
+            c.get("/health")
+            ready.wait()
+            stop = clock["stop"]
             while time.monotonic() < stop:
                 kind, body = next(bodies)
                 t0 = time.perf_counter()
@@ -326,6 +437,9 @@ def run_phase(
 
     def poll_health() -> None:
         with httpx2.Client(base_url=url, timeout=10) as c:
+            c.get("/health")
+            ready.wait()
+            start, stop = clock["start"], clock["stop"]
             while time.monotonic() < stop:
                 t0 = time.perf_counter()
                 try:
@@ -336,11 +450,22 @@ def run_phase(
                     status = type(exc).__name__
                 ms = (time.perf_counter() - t0) * 1000.0
                 rss = rss_mib(server_pid)
+                jvm = jvm_figures(perf_counters(server_pid))
+                java_rss = rss_breakdown(server_pid, heap_bytes)["java_heap"]
                 with phase.lock:
                     phase.health_ms.append(ms)
                     phase.health_status[status] += 1
                     if rss is not None:
                         phase.rss_samples.append(rss)
+                    phase.timeline.append(
+                        [
+                            round(time.monotonic() - start, 1),
+                            round(ms, 1),
+                            rss or 0.0,
+                            java_rss,
+                            *(jvm.get(k, 0.0) for k in TIMELINE_COLUMNS[4:]),
+                        ]
+                    )
                 time.sleep(max(0.0, args.health_interval - ms / 1000.0))
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
@@ -350,7 +475,16 @@ def run_phase(
     for t in threads:
         t.join()
     phase.rss_mib = rss_mib(server_pid)
-    phase.rss_parts = rss_breakdown(server_pid)
+    phase.rss_parts = rss_breakdown(server_pid, heap_bytes)
+    jvm_after = jvm_figures(perf_counters(server_pid))
+    phase.jvm = {
+        **{k: v for k, v in jvm_after.items() if not k.startswith(("young", "full"))},
+        **{
+            k: round(jvm_after[k] - jvm_before.get(k, 0), 2)
+            for k in jvm_after
+            if k.startswith(("young", "full"))
+        },
+    }
     hz = os.sysconf("SC_CLK_TCK")
     phase.threads = thread_cpu(server_pid, threads_before, thread_ticks(server_pid))
     phase.cpu_s = {
@@ -376,6 +510,13 @@ def print_phase(summary: dict[str, Any]) -> None:
         f"  CPU s: server {cpu['server']}, clients {cpu['clients']}; server threads: "
         + ", ".join(f"{t['name']}{'*' if t.get('new') else ''} {t['cpu_s']:.1f}" for t in summary["threads"])
     )
+    jvm = summary.get("jvm") or {}
+    if jvm:
+        print(
+            f"  Java heap: eden {jvm['eden_mib']:.0f}, survivors {jvm['survivor_mib']:.0f}, old {jvm['old_mib']:.0f} "
+            f"({jvm['old_used_mib']:.0f} used) MiB committed; {jvm['young_gcs']:.0f} young GCs "
+            f"({jvm['young_gc_s']:.2f} s), {jvm['full_gcs']:.0f} full ({jvm['full_gc_s']:.2f} s) in the phase"
+        )
     h = summary["health"]
     statuses = ", ".join(f"{s}: {n}" for s, n in h["status"].items())
     print(

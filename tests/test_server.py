@@ -75,6 +75,16 @@ def client(server: BackgroundServer) -> Iterator[httpx2.Client]:
         yield c
 
 
+def test_on_started_runs_once_before_the_first_request(store: CypherStore) -> None:
+    started: list[bool] = []
+    service = SceneService(store, ServerConfig(rate_limit_per_s=None))
+    with BackgroundServer(create_app(service, on_started=lambda: started.append(True))) as srv:
+        assert started == [True]  # the server counts as started once the app's start-up is done
+        with httpx2.Client(base_url=srv.url) as c:
+            assert c.get("/health").status_code == 200
+    assert started == [True]
+
+
 # -- endpoints ----------------------------------------------------------------------------------------------
 
 

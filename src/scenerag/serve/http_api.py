@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -98,8 +98,10 @@ def _matches(given: str | None, token: str | None) -> bool:
     return token is not None and given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
-def create_app(service: SceneService) -> FastAPI:
-    """The ASGI application serving ``service`` (see module docstring)."""
+def create_app(service: SceneService, *, on_started: Callable[[], None] | None = None) -> FastAPI:
+    """The ASGI application serving ``service`` (see module docstring). ``on_started`` is called once the
+    app has started (its lifespan's start-up: the server, the app and the MCP session manager are set up),
+    before the first request is served."""
     config = service.config
     mcp_server = build_mcp_server(service) if config.mcp else None
 
@@ -116,9 +118,13 @@ def create_app(service: SceneService) -> FastAPI:
         limiter = anyio.to_thread.current_default_thread_limiter()
         limiter.total_tokens = max(limiter.total_tokens, held + config.agent_queue + 1 + SPARE_THREADS)
         if mcp_server is None:
+            if on_started is not None:
+                on_started()
             yield
             return
         async with mcp_server.session_manager.run():
+            if on_started is not None:
+                on_started()
             yield
 
     app = FastAPI(

@@ -91,6 +91,9 @@ def _prepare(
         from scenerag.errors import StoreError
         from scenerag.serve.share import discover
         from scenerag.store import open_store
+        from scenerag.store.arcade import use_server_jvm
+
+        use_server_jvm()  # a server's heap settings, when this process starts the JVM
 
         try:
             store, owned = open_store(db, create=False), True
@@ -176,7 +179,8 @@ def serve(
             publish(db, local_url(host, port), kind="serve", token=owner) if shared else nullcontext(),  # type: ignore[arg-type]
         ):
             uvicorn.run(
-                create_app(service),
+                # frozen again once uvicorn, the app and the MCP session manager are set up
+                create_app(service, on_started=freeze_heap),
                 host=host,
                 port=port,
                 log_level=log_level,
@@ -196,8 +200,9 @@ def freeze_heap() -> None:
     few hundred milliseconds. Each full collection holds the GIL while it walks the whole heap: measured
     with the server's modules loaded (~110k objects), stalls of up to 255 ms for every Python thread,
     ``/health`` included, during one 4-s cartesian query; with the start-up heap frozen, at most 9 ms.
-    Called once the server is set up (and again once a background model load is done); objects made later
-    are still collected as usual."""
+    Called once the service is set up, again when the app has started (uvicorn, the app and the MCP session
+    manager set up) and once a background model load is done; objects made later are still collected as
+    usual."""
     gc.collect()
     gc.freeze()
 

@@ -44,6 +44,61 @@ _CHUNK = 100_000
 _EDGE_CHUNK = 500_000
 _COLLECTOR_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
 _jvm_ready = False
+_server_jvm = False
+#: the server's heap (:func:`use_server_jvm`): committed, and touched, from the start (MiB) ...
+SERVER_HEAP_MIB = 512
+#: ... of which a young generation of this fixed size (MiB); the rest is the old generation
+SERVER_YOUNG_MIB = 160
+
+
+def use_server_jvm() -> bool:
+    """Start the JVM of this process, when it starts, with the heap settings of a long-running server
+    (``scenerag serve``) rather than those of a batch job. Returns False when the JVM already runs (its
+    settings can no longer change; tests that serve in-process).
+
+    A batch job (a bulk load) wants throughput: the collector's adaptive sizing grows the young generation
+    until collections take 1% of the time. A server wants its memory steady: under a steady query mix the
+    adaptive sizing kept growing the young generation (eden 336, 476, then 682 MiB at the end of three
+    40-s soak phases; the Java heap's resident pages 560, 563, 719 MiB), although the data that survived
+    stayed at ~20 MiB. So the server's heap is committed and touched at start (``-Xms`` with ``-XX:+AlwaysPreTouch``,
+    :data:`SERVER_HEAP_MIB`) with a young generation of a fixed size (``-Xmn``, :data:`SERVER_YOUNG_MIB`,
+    ``-XX:-UseAdaptiveSizePolicy``); the heap still grows, up to its maximum (``SCENERAG_JVM_HEAP``), when
+    the data that stays alive needs more. ``-XX:+DisableExplicitGC``: JPype calls ``System.gc()`` (a full,
+    stop-the-world collection) from whichever Python thread finished a collection, while holding the GIL,
+    whenever the C heap grew by 10 MiB since the last; in a server that is the event loop. A flag set in
+    ``ARCADEDB_JVM_ARGS`` wins over the same one here."""
+    global _server_jvm
+    _server_jvm = True
+    return not _jvm_ready
+
+
+def _heap_bytes(size: str) -> int | None:
+    """``4g``, ``512m``, ``1024k`` or a number of bytes -> bytes (None when unreadable)."""
+    match = re.fullmatch(r"(\d+)([kmgt]?)", size.strip().lower())
+    if not match:
+        return None
+    return int(match[1]) * 1024 ** " kmgt".index(match[2] or " ")
+
+
+def _server_jvm_args(heap: str, chosen: str) -> list[str]:
+    """The flags :func:`use_server_jvm` adds, less those ``chosen`` (``ARCADEDB_JVM_ARGS``) sets itself; no
+    sizing flags when the maximum heap is under twice :data:`SERVER_HEAP_MIB` (or unreadable)."""
+    out = []
+    given_max = re.findall(r"-Xmx(\S+)", chosen)
+    max_bytes = _heap_bytes(given_max[-1] if given_max else heap)
+    if max_bytes is not None and max_bytes >= 2 * SERVER_HEAP_MIB * 1024**2:
+        if "-Xms" not in chosen and "InitialHeapSize" not in chosen:
+            out.append(f"-Xms{SERVER_HEAP_MIB}m")
+        if "-Xmn" not in chosen and "NewSize" not in chosen:
+            out.append(f"-Xmn{SERVER_YOUNG_MIB}m")
+        parallel = not _COLLECTOR_FLAG.search(chosen) or "-XX:+UseParallelGC" in chosen
+        if parallel and "UseAdaptiveSizePolicy" not in chosen:
+            out.append("-XX:-UseAdaptiveSizePolicy")
+        if "AlwaysPreTouch" not in chosen:
+            out.append("-XX:+AlwaysPreTouch")
+    if "ExplicitGC" not in chosen:
+        out.append("-XX:+DisableExplicitGC")
+    return out
 
 
 def _start_jvm() -> None:
@@ -64,6 +119,8 @@ def _start_jvm() -> None:
     # chosen in ARCADEDB_JVM_ARGS (-XX:+Use...GC) wins; other GC flags there keep this default.
     if not _COLLECTOR_FLAG.search(os.environ.get("ARCADEDB_JVM_ARGS", "")):
         jvm_args.append("-XX:+UseParallelGC")
+    if _server_jvm:
+        jvm_args += _server_jvm_args(heap, os.environ.get("ARCADEDB_JVM_ARGS", ""))
     # -Xrs: the JVM installs no SIGINT/SIGTERM/SIGHUP/SIGQUIT handlers, so those signals stay Python's
     # (scenerag.interrupts). Without it the JVM owns them and, with interrupt=False, JPype forwards them
     # into Python from the JVM's signal thread without the GIL: SIGTERM (and SIGINT whenever Python's
