@@ -62,6 +62,14 @@ Holders = Callable[[list[str], str], list[str]]
 """``(symbols, kind)`` -> the nodes of ``kind`` that hold them (along containment)."""
 
 
+def _parsed(sketch: str) -> list | None:
+    """The tree of ``sketch``; None when it does not parse (the checks that read it then say nothing)."""
+    try:
+        return _parse(sketch.strip())
+    except SketchError:
+        return None
+
+
 def _parse(text: str) -> list:
     tokens = _TOKEN.findall(text)
     pos = 0
@@ -245,9 +253,8 @@ def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Word
     instruction says words of some family (the language's ``goal_words``): "pick up any X" asks for holding,
     not for ``(or (holding X) (visited-object X))``."""
     table = words.goal_words
-    try:
-        tree = _parse(sketch.strip())
-    except SketchError:
+    tree = _parsed(sketch)
+    if tree is None:
         return []
     used: set[str] = set()
 
@@ -322,9 +329,8 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
     said = words.said_keys(instruction, table) & set(table)
     if not said:
         return sketch, []
-    try:
-        tree = _parse(sketch.strip())
-    except SketchError:
+    tree = _parsed(sketch)
+    if tree is None:
         return sketch, []
     notes: list[str] = []
     unused = said - _keys(tree, domain) - {"not"}
@@ -401,9 +407,8 @@ def scope_to_named_class(sketch: str, unused: list[str], domain: GoalDomain) -> 
     class's members in the room (``(in-room [seating in R5])``; the graph then types the predicate)."""
     if len(unused) != 1:
         return sketch, []
-    try:
-        tree = _parse(sketch.strip())
-    except SketchError:
+    tree = _parsed(sketch)
+    if tree is None:
         return sketch, []
     rooms: list[list] = []
 
@@ -433,11 +438,8 @@ def scope_to_named_class(sketch: str, unused: list[str], domain: GoalDomain) -> 
 
 def only_negations(sketch: str, domain: GoalDomain) -> bool:
     """Whether every part ``sketch`` asks for is a negation: such a goal holds before the robot moves."""
-    try:
-        keys = _keys(_parse(sketch.strip()), domain)
-    except SketchError:
-        return False
-    return keys == {"not"}
+    tree = _parsed(sketch)
+    return tree is not None and _keys(tree, domain) == {"not"}
 
 
 def _drop_contained(parts: list[str], domain: GoalDomain, holders: Holders) -> list[str]:
