@@ -1151,22 +1151,27 @@ class CypherAgent:
             rest = re.sub(rf"\b{re.escape(mention.lower())}\b", " ", rest)
         return [w for w in re.findall(r"[a-z]+", rest) if w not in self.words.stop]
 
+    def _own_classes(self, symbol: str) -> set[str]:
+        """The class of the node ``symbol`` (lower-cased; empty when it has none)."""
+        rows = self.store.query(
+            f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} = $s RETURN n.{ont.CLASS_KEY} AS c",
+            {"s": symbol},
+            max_rows=2,
+        ).rows
+        return {str(r["c"]).lower() for r in rows if r.get("c")}
+
     def _scoped_class(self, phrase: str, links: Sequence[Link]) -> list[str] | None:
         """The members of one class inside one node the phrase names by symbol ("chairs in hallway R5":
         the seating R5 holds, along CONTAINS), when the phrase says nothing else; None otherwise."""
         held = [link for link in links if link.key == ont.SYMBOL_KEY]
         if len(held) != 1:
             return None
-        own = {
-            str(r["c"]).lower()
-            for r in self.store.query(
-                f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} = $s RETURN n.{ont.CLASS_KEY} AS c", {"s": held[0].value}
-            ).rows
-            if r.get("c")
-        }
-        classes = [link for link in links if link.key == ont.CLASS_KEY and link.value.lower() not in own]
-        if len(classes) != 1 or len(links) - len(classes) - 1 != sum(
-            1 for link in links if link.key == ont.CLASS_KEY and link.value.lower() in own
+        own = self._own_classes(held[0].value)
+        others = [link for link in links if link is not held[0]]
+        classes = [link for link in others if link.key == ont.CLASS_KEY and link.value.lower() not in own]
+        # besides the node and the one class: only the node's own class ("chairs in hallway R5")
+        if len(classes) != 1 or len(others) != 1 + sum(
+            1 for link in others if link.key == ont.CLASS_KEY and link.value.lower() in own
         ):
             return None
         layers = sorted(self.words.layer_words, key=len, reverse=True)
@@ -1187,12 +1192,7 @@ class CypherAgent:
         if len(named) != 1:
             return None
         symbol = named[0].value
-        rows = self.store.query(
-            f"MATCH (n) WHERE n.{ont.SYMBOL_KEY} = $s RETURN n.{ont.CLASS_KEY} AS c",
-            {"s": symbol},
-            max_rows=2,
-        ).rows
-        own = {str(r["c"]).lower() for r in rows if r.get("c")}
+        own = self._own_classes(symbol)
         if any(
             link is not named[0] and (link.key != ont.CLASS_KEY or link.value.lower() not in own)
             for link in links

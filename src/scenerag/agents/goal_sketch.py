@@ -256,24 +256,7 @@ def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Word
     tree = _parsed(sketch)
     if tree is None:
         return []
-    used: set[str] = set()
-
-    def walk(node: object, negated: bool) -> None:
-        if not isinstance(node, list) or not node:
-            return
-        head = str(node[0]).lower()
-        if head == "not":
-            used.add("not")
-            for child in node[1:]:
-                walk(child, True)
-        elif head in domain.predicates:
-            if not negated:
-                used.add(domain.family_of(head) or head)
-        else:
-            for child in node[1:]:
-                walk(child, negated)
-
-    walk(tree, False)
+    used = _keys(tree, domain)
     said = words.said_keys(instruction, table)
 
     def named(key: str) -> str:
@@ -291,7 +274,7 @@ def _unparse(node: object) -> str:
     return "(" + " ".join(_unparse(c) for c in node) + ")" if isinstance(node, list) else str(node)
 
 
-def _keys(node: object, domain: GoalDomain, negated: bool = False) -> set[str]:
+def _keys(node: object, domain: GoalDomain) -> set[str]:
     """The goal-word keys a sketch part uses: a family or predicate for positive atoms, ``not`` for a
     negation (what it negates says nothing of the verbs)."""
     if not isinstance(node, list) or not node:
@@ -300,8 +283,8 @@ def _keys(node: object, domain: GoalDomain, negated: bool = False) -> set[str]:
     if head == "not":
         return {"not"}
     if head in domain.predicates:
-        return set() if negated else {domain.family_of(head) or head}
-    return set().union(*(_keys(c, domain, negated) for c in node[1:])) if len(node) > 1 else set()
+        return {domain.family_of(head) or head}
+    return set().union(*(_keys(c, domain) for c in node[1:]))
 
 
 def _unary_predicates(keys: set[str], kind: str, domain: GoalDomain) -> set[str]:

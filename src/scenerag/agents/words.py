@@ -84,19 +84,22 @@ class Words:
     def says(self, text: str, words: Iterable[str]) -> list[str]:
         """The ``words`` that ``text`` says (whole words, any of the language's ``word_endings``)."""
         low = text.lower()
+        return [w for w in words if re.search(self._said(w), low)]
+
+    def _said(self, word: str) -> str:
+        """The pattern of ``word`` said in running lower-cased text: a whole word, any of ``word_endings``."""
         ends = "|".join(re.escape(e) for e in sorted(self.word_endings, key=len, reverse=True))
-        return [w for w in words if re.search(rf"(?<![\w']){re.escape(w.lower())}(?:{ends})(?![\w'])", low)]
+        return rf"(?<![\w']){re.escape(word.lower())}(?:{ends})(?![\w'])"
 
     def said_keys(self, text: str, table: Mapping[str, Iterable[str]]) -> set[str]:
         """The keys of ``table`` (key -> words) whose words ``text`` says, a word inside a longer said phrase
         of another key not counting ("check on" says only ``visited``, not also ``safe`` by "check")."""
         low = text.lower()
-        ends = "|".join(re.escape(e) for e in sorted(self.word_endings, key=len, reverse=True))
         spans = [
             (m.start(), m.end(), key)
             for key, words in table.items()
             for w in words
-            for m in re.finditer(rf"(?<![\w']){re.escape(w.lower())}(?:{ends})(?![\w'])", low)
+            for m in re.finditer(self._said(w), low)
         ]
         return {
             key
