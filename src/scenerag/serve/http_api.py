@@ -117,12 +117,7 @@ def create_app(service: SceneService, *, on_started: Callable[[], None] | None =
         held = stats["slots"] + sum(lane["queue_limit"] for lane in stats["lanes"].values())
         limiter = anyio.to_thread.current_default_thread_limiter()
         limiter.total_tokens = max(limiter.total_tokens, held + config.agent_queue + 1 + SPARE_THREADS)
-        if mcp_server is None:
-            if on_started is not None:
-                on_started()
-            yield
-            return
-        async with mcp_server.session_manager.run():
+        async with mcp_server.session_manager.run() if mcp_server is not None else contextlib.nullcontext():
             if on_started is not None:
                 on_started()
             yield
