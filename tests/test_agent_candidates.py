@@ -137,7 +137,10 @@ def test_a_refused_plan_goes_back_to_correcting_the_query(store: CypherStore) ->
     )
     question = "Which room is the light closest to the bike in?"
     agent, model = scripted_agent(
-        store, [LIGHT_NEAR_BIKE, f"1. {question} 2. Which room is #1 in?", room_query, room_query], plan=True
+        store,
+        [LIGHT_NEAR_BIKE, f"1. {question} 2. Which room is #1 in?", room_query, room_query],
+        plan=True,
+        measure_form=False,
     )
     result = agent.run(question, answer_type="string")
     assert sldp_equal(result.answer, _one(store, room_query)) and "steps" not in result.context

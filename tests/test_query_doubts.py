@@ -1,5 +1,6 @@
 """Doubts read off the query and the graph, not the sentence: a ranking that chooses nothing, and a number the
-question states that the query never uses. Both send the query back once; written again, it is kept."""
+question states that the query never uses. Both send the query back once; written again, it is kept. (The
+distance form, which such a query could also turn to, is off here: tests/test_measure_form.py.)"""
 
 from __future__ import annotations
 
@@ -58,12 +59,12 @@ def test_a_ranking_over_the_reference_itself_is_sent_back(
         "MATCH (f:Object {class: 'food'}), (o:Object) WHERE o <> f "
         "RETURN o.nodeSymbol ORDER BY point.distance(o.center, f.center) DESC LIMIT 1"
     )
-    agent, model = scripted_agent(store, [idle, right])
+    agent, model = scripted_agent(store, [idle, right], measure_form=False)
     result = agent.run("Which object is the farthest away from the food?", answer_type="string")
     assert result.answer not in (None, food, f"<{food}>") and len(model.calls) == 2
     assert "chooses nothing" in model.calls[1].messages[-1].content
     # written again after the doubt, the query is kept
-    agent, model = scripted_agent(store, [idle, idle])
+    agent, model = scripted_agent(store, [idle, idle], measure_form=False)
     assert agent.run("Which object is the farthest away from the food?", answer_type="string").answer == food
 
 
@@ -75,3 +76,29 @@ def test_several_numbers_where_one_is_asked_for_are_sent_back(store: CypherStore
     top = store.query(one).rows[0]
     assert result.answer is not None and abs(float(result.answer) - float(next(iter(top.values())))) < 0.01
     assert "rows of numbers" in model.calls[1].messages[-1].content
+
+
+def test_the_only_member_of_a_named_class_given_back_is_sent_back(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    """A class with one node in the graph names that node: answering with it echoes the question (the
+    ranking over the other side picked the reference). Written again, the query is kept."""
+    (bed,) = symbols_of_class(hydra_graph, "bed")
+    echo = (
+        "MATCH (x:Object {class: 'bed'}), (ref:Object) WHERE x <> ref "
+        "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1"
+    )
+    right = (
+        "MATCH (x:Object {class: 'bed'}), (o:Object) WHERE o <> x "
+        "RETURN o.nodeSymbol ORDER BY point.distance(x.center, o.center) LIMIT 1"
+    )
+    agent, model = scripted_agent(store, [echo, right], measure_form=False)
+    result = agent.run("what's the object closest to the bed?", answer_type="string")
+    assert result.answer not in (None, bed) and len(model.calls) == 2
+    assert f"It returned {bed} (the only bed)" in model.calls[1].messages[-1].content
+    agent, model = scripted_agent(store, [echo, echo], measure_form=False)
+    assert agent.run("what's the object closest to the bed?", answer_type="string").answer == bed
+    # a class of several nodes names none of them: no echo
+    many = "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
+    agent, model = scripted_agent(store, [many])
+    assert agent.run("Which sign hangs highest?", answer_type="string").answer and len(model.calls) == 1

@@ -29,6 +29,7 @@ One pipeline, each stage general over graphs and phrasings (words of a language 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import time
@@ -54,6 +55,7 @@ from scenerag.agents.goal_sketch import (
 )
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
+from scenerag.agents.measure_form import MeasureForms, measures_distance, parse_form
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
@@ -132,6 +134,9 @@ class CypherAgentConfig:
     grammar: bool = True
     #: typed multi-step plans (agentic QA only)
     plan: bool = True
+    #: the distance form (agentic QA only): when the first round does not hold up and it measured distances,
+    #: the model fills slots and the query is built from them (:mod:`scenerag.agents.measure_form`)
+    measure_form: bool = True
     #: worked examples retrieved into the prompt (0: none); instructions get fewer: the 1.5B model copies
     #: the predicates of whatever examples it sees
     examples_k: int = 4
@@ -250,6 +255,7 @@ class CypherAgent:
         self._library = library
         self._linker = linker
         self._planner: Planner | None = None
+        self._forms: MeasureForms | None = None
         self._phrase_state: RunState | None = None
         self._labels_of_symbols: dict[str, str] = {}  # node labels never change: looked up once per symbol
         self._strings: tuple[frozenset[str], bool] | None = None
@@ -623,6 +629,14 @@ class CypherAgent:
                 and self._answer_by_plan(state, question, answer_type)
             ):
                 return
+            if round_ == 0 and self._measures(fresh, examples) and not self._out_of_time(state):
+                formed = self._answer_by_form(state, question, answer_type, links)
+                if formed is not None:
+                    # a candidate of its own: the corrections stay about the model's query
+                    rounds.insert(0, [formed])
+                    best = _vote_rounds(rounds)
+                    if best is not None and best.ok:
+                        break
             latest = vote(fresh)  # the correction is about what the model wrote last
             if latest is None or round_ + 1 >= self._rounds() or self._out_of_time(state):
                 break
@@ -660,6 +674,59 @@ class CypherAgent:
                 if state.result.tools and state.result.tools[-1].error
                 else "the model wrote no query"
             )
+
+    def measure_forms(self) -> MeasureForms:
+        if self._forms is None:
+            self._forms = MeasureForms(self.store, self.words)
+        return self._forms
+
+    def _measures(self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample]) -> bool:
+        """Whether the distance form may answer: it is on, and the model's first queries or the nearest
+        worked example measure a distance (read off the queries, not the question)."""
+        if not self.config.measure_form or self.config.mode == "feedforward":
+            return False
+        return any(measures_distance(o.cypher) for o in outcomes) or bool(
+            examples and measures_distance(examples[0].cypher)
+        )
+
+    def _answer_by_form(
+        self, state: RunState, question: str, answer_type: str | None, links: Sequence[Link]
+    ) -> Outcome | None:
+        """The model fills the distance form (one short call under the form's grammar) and the query built
+        from it is checked, run and graded like any candidate; None when the model says the question measures
+        no distance, or the form names what the graph lacks."""
+        forms = self.measure_forms()
+        self.progress.stage("form", "the first query did not hold up: filling the distance form")
+        mark = time.perf_counter()
+        resp = self.model.chat(
+            [Message.system(forms.system), Message.user(forms.user(question, links))],
+            max_tokens=80,
+            stop=["\n"],
+            temperature=0.0,
+            seed=0,
+            grammar=forms.grammar.text if getattr(self.model, "supports_grammar", False) else None,
+        )
+        state.add_usage(resp.usage)
+        timings = state.result.context.setdefault("timings_s", {})
+        timings["form"] = time.perf_counter() - mark
+        reply = resp.message.content.strip()
+        state.result.context["form"] = reply
+        form = parse_form(reply)
+        if form is not None:
+            # "trash can O30": measured from the node the question names, not from every node of its class
+            named = [
+                link.value
+                for link in links
+                if link.key == ont.SYMBOL_KEY and form.ref.lower() in self._own_classes(link.value)
+            ]
+            if len(named) == 1:
+                form = dataclasses.replace(form, ref=named[0])
+        cypher = forms.compile(form) if form is not None else None
+        if cypher is None:
+            return None
+        outcome = self._evaluate(state, reply, cypher, question, answer_type, links)
+        outcome.notes.append(f"built from the distance form: {form.render() if form else reply}")
+        return outcome
 
     def _answer_by_plan(self, state: RunState, question: str, answer_type: str | None) -> bool:
         """Try the model's plan (after a first round with no good candidate); True when its answer holds up
@@ -841,13 +908,14 @@ class CypherAgent:
                         f"{'it' if len(numbers) == 1 else 'them'}.",
                     )
                 )
-        named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
-        if answer is not None and len(named) == 1 and answer.strip("<>[] ") == named[0]:
+        named = _named_nodes(links)
+        if answer is not None and len(named) == 1 and answer.strip("<>[] ") in named:
+            symbol, said = next(iter(named.items()))
             doubts.append(
                 (
                     "echo",
-                    f"It returned {named[0]}, the node the question names itself: return what the question "
-                    f"asks about {named[0]}.",
+                    f"It returned {said}, the node the question names itself: return what the question asks "
+                    f"about {symbol}.",
                 )
             )
         return doubts
@@ -1635,6 +1703,16 @@ def _absorb(result: AgentResult, earlier: AgentResult) -> None:
             result.context[key] = list(earlier.context[key]) + list(result.context.get(key, []))
     if "plan" in earlier.context and "plan" not in result.context:
         result.context["plan"] = earlier.context["plan"]
+
+
+def _named_nodes(links: Sequence[Link]) -> dict[str, str]:
+    """The nodes the question names, symbol -> how it names them: a symbol, or a class with one member in the
+    graph ("the lounge" when one room is a lounge). Read off the links, so off the graph, not the wording."""
+    named = {link.value: link.value for link in links if link.key == ont.SYMBOL_KEY}
+    for link in links:
+        if link.key != ont.SYMBOL_KEY and link.seen and len(link.symbols) == 1:
+            named.setdefault(link.symbols[0], f"{link.symbols[0]} (the only {link.value})")
+    return named
 
 
 def _normalized(query: str) -> str:

@@ -70,6 +70,9 @@ class Words:
     #: the planner's instructions and its example templates ({"q": ..., "plan": ...}) of the language
     plan_intro: str = ""
     plan_examples: tuple[Mapping[str, str], ...] = ()
+    #: the distance form's instructions ({layers}) and its example templates ({"q": ..., "form": ...})
+    measure_intro: str = ""
+    measure_examples: tuple[Mapping[str, str], ...] = ()
     #: how instructions map onto goal predicates (prompt text; {a} {b} {r} are filled with graph values)
     goal_rules: str = ""
     #: instruction -> goal-sketch example templates ({"q": ..., "goal": ...}) of the language
@@ -197,6 +200,8 @@ def _merge(files: Sequence[Path]) -> Words:
         for key in (
             "plan_intro",
             "plan_examples",
+            "measure_intro",
+            "measure_examples",
             "goal_rules",
             "instruction_examples",
             "goal_words",
@@ -235,6 +240,8 @@ def _merge(files: Sequence[Path]) -> Words:
         yes_no_answer=_pair(extra.get("yes_no_answer"), ("yes", "no")),
         plan_intro=" ".join(str(extra.get("plan_intro", "")).split()),
         plan_examples=tuple(dict(e) for e in extra.get("plan_examples") or ()),
+        measure_intro=" ".join(str(extra.get("measure_intro", "")).split()),
+        measure_examples=_templates(extra.get("measure_examples"), ("q", "form"), files[-1]),
         goal_rules=str(extra.get("goal_rules", "")).strip(),
         instruction_examples=_templates(extra.get("instruction_examples"), ("q", "goal"), files[-1]),
         goal_words={

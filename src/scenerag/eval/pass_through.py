@@ -32,13 +32,16 @@ class ReferenceModel:
 
     def __init__(self, cypher: str = "", goal: str = "") -> None:
         from scenerag.agents.cypher_agent import PDDL_SYSTEM_START, QA_SYSTEM_START
+        from scenerag.agents.measure_form import NONE_FORM
         from scenerag.agents.words import load_words
 
         self.cypher = " ".join(cypher.split())
         self.goal = goal
         self.calls = 0
         self._qa, self._pddl = QA_SYSTEM_START, PDDL_SYSTEM_START
-        self._plan = load_words().plan_intro[:60]
+        words = load_words()
+        self._plan = words.plan_intro[:60]
+        self._form, self._no_form = words.measure_intro[:60], NONE_FORM
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
@@ -59,6 +62,8 @@ class ReferenceModel:
         system = messages[0].content if messages and messages[0].role == "system" else ""
         if self._plan and system.startswith(self._plan):
             text = "one step"
+        elif self._form and system.startswith(self._form):
+            text = self._no_form  # the reference query is the answer; the form is for a model that missed it
         elif system.startswith(self._qa):
             text = self.cypher
         elif system.startswith(self._pddl):
