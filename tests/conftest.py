@@ -180,6 +180,20 @@ def one_value(store: CypherStore, query: str) -> str:
     return str(next(iter(rows[0].values())))
 
 
+def hydra_store_fixture(name: str) -> Any:
+    """A module-scoped ``store`` fixture: the Hydra example in a fresh embedded store of its own (for read-only
+    agent tests; write ``store = hydra_store_fixture("name")`` at a module's top level)."""
+
+    @pytest.fixture(scope="module")
+    def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
+        s = open_store(tmp_path_factory.mktemp(name) / "db")
+        s.load(hydra_graph)
+        yield s
+        s.close()
+
+    return store
+
+
 def symbols_of_class(graph: SceneGraph, cls: str, label: str = "Object") -> list[str]:
     """Sorted symbols of ``graph``'s ``label`` nodes of class ``cls``."""
     return sorted(n.symbol for n in graph.nodes(label) if n.class_name == cls)

@@ -4,14 +4,12 @@ on question sets nobody tuned for)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import hydra_store_fixture, scripted_agent
 from conftest import one_value as _one
-from conftest import scripted_agent
-from scenerag import SceneGraph
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
@@ -26,7 +24,7 @@ from scenerag.agents.query_repair import (
 from scenerag.agents.voting import Grade, Outcome, normal_answer, vote
 from scenerag.agents.words import WordsError, load_words
 from scenerag.lang import sldp_equal
-from scenerag.store import CypherStore, open_store
+from scenerag.store import CypherStore
 
 LIGHT_NEAR_BIKE = (
     "MATCH (l:Object {class: 'light'}), (b:Object {class: 'bicycle'}) "
@@ -34,12 +32,7 @@ LIGHT_NEAR_BIKE = (
 )
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
-    s = open_store(tmp_path_factory.mktemp("candidates") / "db")
-    s.load(hydra_graph)
-    yield s
-    s.close()
+store = hydra_store_fixture("candidates")
 
 
 # -- votes -------------------------------------------------------------------------------------------------

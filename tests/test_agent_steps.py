@@ -4,11 +4,9 @@ graph in embedded ArcadeDB."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+from conftest import hydra_store_fixture
 from conftest import one_value as _one
 from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
@@ -41,12 +39,7 @@ from scenerag.store import CypherStore, open_store
 ROOMS = ("lounge", "hallway")
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
-    s = open_store(tmp_path_factory.mktemp("steps") / "db")
-    s.load(hydra_graph)
-    yield s
-    s.close()
+store = hydra_store_fixture("steps")
 
 
 # -- the pipeline --------------------------------------------------------------------------------------

@@ -7,11 +7,9 @@ errors fed back, limits, answer validation, grounding, token accounting) — not
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+from conftest import hydra_store_fixture
 from scenerag import SceneGraph
 from scenerag.agents import ToolCallingCypherAgent, ToolCallingCypherConfig, summarize_rows
 from scenerag.agents.tool_cypher_agent import ANSWER_ACTION_SCHEMA
@@ -22,12 +20,7 @@ from scenerag.store.base import QueryResult
 LOUNGE_SIGNS = "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN DISTINCT o.nodeSymbol AS s"
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
-    s = open_store(tmp_path_factory.mktemp("agent") / "db")
-    s.load(hydra_graph)
-    yield s
-    s.close()
+store = hydra_store_fixture("agent")
 
 
 def act(action: str, text: str, thought: str = "t") -> str:

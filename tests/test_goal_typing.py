@@ -4,11 +4,9 @@ instruction's symbols. No LLM (scripted replies where the agent runs)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from conftest import scripted_agent, symbols_of_class
+from conftest import hydra_store_fixture, scripted_agent, symbols_of_class
 from scenerag import SceneGraph
 from scenerag.agents.examples import CypherExample, unclash
 from scenerag.agents.goal_sketch import (
@@ -17,21 +15,17 @@ from scenerag.agents.goal_sketch import (
     only_negations,
     resolve_sketch,
     scope_to_named_class,
+    sequence_as_and,
     verb_problems,
 )
 from scenerag.agents.words import load_words
 from scenerag.lang import HERACLES_DOMAIN, goals_equivalent
-from scenerag.store import CypherStore, open_store
+from scenerag.store import CypherStore
 
 D = HERACLES_DOMAIN
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
-    s = open_store(tmp_path_factory.mktemp("goal-typing") / "db")
-    s.load(hydra_graph)
-    yield s
-    s.close()
+store = hydra_store_fixture("goal-typing")
 
 
 def _none(name: str, kind: str) -> list[str]:
@@ -216,6 +210,37 @@ def test_align_to_verbs(instruction: str, sketch: str, aligned: str | None) -> N
     assert not only_negations(out, HERACLES_DOMAIN)
 
 
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "joined"),
+    [
+        (
+            "Go by the bed first, then end up next to the bicycle.",
+            "(or (visited-object [bed]) (visited-object [bicycle]))",
+            "(and (visited-object [bed]) (visited-object [bicycle]))",
+        ),
+        ("First stop at O8 and after that park by O43", "(or (visited-object O8) (at-object O43))", True),
+        # a choice offered, no sequence, or no top-level or: unchanged
+        (
+            "First go to O8 or O43, whichever is closer.",
+            "(or (visited-object O8) (visited-object O43))",
+            None,
+        ),
+        ("Go to one of the lights, then stop.", "(or (visited-object O237) (visited-object O300))", None),
+        ("Go to one of the lights.", "(or (visited-object O237) (visited-object O300))", None),
+        ("First visit R2, then R3.", "(and (visited-room R2) (visited-room R3))", None),
+    ],
+)
+def test_a_sequence_asks_for_every_part(instruction: str, sketch: str, joined: str | bool | None) -> None:
+    out, notes = sequence_as_and(sketch, instruction, load_words())
+    if joined is None:
+        assert (out, notes) == (sketch, [])
+        return
+    assert out == (joined if isinstance(joined, str) else sketch.replace("(or ", "(and ", 1)) and notes
+    # then the verbs decide each part's predicate ("end up" next to the bicycle: at-object)
+    aligned, _ = align_to_verbs(out, instruction, HERACLES_DOMAIN, load_words())
+    assert aligned.startswith("(and ")
+
+
 def test_said_keys_counts_a_word_once_inside_a_longer_phrase() -> None:
     words = load_words()
     assert words.said_keys("check on the bins", words.goal_words) == {"visited"}
@@ -240,6 +265,10 @@ def test_a_room_sketched_for_the_objects_in_it_and_one_of_many(
     assert goals_equivalent(result.answer, "(or " + " ".join(f"(at-object {s})" for s in in_r5) + ")")
     assert scope_to_named_class("(in-room R5)", [], D) == ("(in-room R5)", [])
     assert scope_to_named_class("(and (visited-room R2) (in-room R5))", ["seating"], D)[1] == []  # two rooms
+    # a room symbol the instruction does not name is the model's answer ("the hallway where the bike is"):
+    # kept; one it names is scoped
+    assert scope_to_named_class("(in-room R3)", ["bicycle"], D, {"O43"}) == ("(in-room R3)", [])
+    assert scope_to_named_class("(in-room R5)", ["seating"], D, {"R5"})[0] == "(in-room [seating in R5])"
     agent, _ = scripted_agent(store, ["Goal: (all (visited-object [seating in R5]))"])
     every = agent.run("Visit all the chairs in R5, any order.", task="pddl").answer
     assert every and every.startswith("(and ")

@@ -3,27 +3,20 @@ fills it only when its first queries measured distances and none held up; a refe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from conftest import scripted_agent, symbols_of_class
+from conftest import hydra_store_fixture, scripted_agent, symbols_of_class
 from scenerag import SceneGraph
 from scenerag.agents.measure_form import NONE_FORM, MeasureForm, MeasureForms, measures_distance, parse_form
 from scenerag.agents.words import load_words
-from scenerag.store import CypherStore, open_store
+from scenerag.store import CypherStore
 
 NEAREST_TRASH = (
     "find: Object; class: trash; in: -; from: bicycle; from in: -; rank: nearest; within: -; answer: id"
 )
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
-    store = open_store(tmp_path_factory.mktemp("form") / "db")
-    store.load(hydra_graph)
-    yield store
-    store.close()
+store = hydra_store_fixture("form")
 
 
 @pytest.fixture(scope="module")

@@ -76,6 +76,9 @@ GRAMMAR_EXCEPTIONS = {
     # synonyms the writer added ('restroom', 'toilet' beside the question's 'bathroom'): none is in the graph,
     # so the question's own word gives the same answer (absent: nothing)
     "ba-absent-bathroom",
+    # 'person' beside the labelspace's 'human' for "people": neither is in the graph, and the labelspace's
+    # word gives the same answer (absent: false)
+    "blindJ-08",
 }
 
 

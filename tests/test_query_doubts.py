@@ -4,22 +4,12 @@ distance form, which such a query could also turn to, is off here: tests/test_me
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from conftest import scripted_agent, symbols_of_class
+from conftest import hydra_store_fixture, scripted_agent, symbols_of_class
 from scenerag import SceneGraph
 from scenerag.agents.cypher_agent import ranked_count_query, unused_numbers
-from scenerag.store import CypherStore, open_store
+from scenerag.store import CypherStore
 
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -> Iterator[CypherStore]:
-    store = open_store(tmp_path_factory.mktemp("doubts") / "db")
-    store.load(hydra_graph)
-    yield store
-    store.close()
+store = hydra_store_fixture("doubts")
 
 
 def test_ranked_count_query_counts_what_the_ordering_clause_ranks() -> None:

@@ -50,6 +50,7 @@ from scenerag.agents.goal_sketch import (
     only_negations,
     resolve_sketch,
     scope_to_named_class,
+    sequence_as_and,
     sketch_grammar,
     verb_problems,
 )
@@ -1441,7 +1442,9 @@ class CypherAgent:
         changes go into the result's rewrites."""
         if not draft.goal:
             return draft
-        goal, notes = align_to_verbs(draft.goal, state.result.question, self.domain, self.words)
+        goal, notes = sequence_as_and(draft.goal, state.result.question, self.words)
+        goal, more = align_to_verbs(goal, state.result.question, self.domain, self.words)
+        notes += more
         text = goal.lower()
         unused = [
             link.value
@@ -1452,7 +1455,9 @@ class CypherAgent:
             and kind.name == "object"
             and not any(m.lower() in text for m in (link.value, *link.mentions, *link.symbols))
         ]
-        goal, more = scope_to_named_class(goal, list(dict.fromkeys(unused)), self.domain)
+        goal, more = scope_to_named_class(
+            goal, list(dict.fromkeys(unused)), self.domain, set(_named_nodes(links))
+        )
         notes += more
         if not notes:
             return draft

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scenerag.agents.query_repair import apply_edits
-from scenerag.agents.words import load_words
+from scenerag.agents.words import fill_templates, load_words
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.store.base import GraphStore
@@ -1236,13 +1236,10 @@ def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[Cyphe
         slots["p1"], slots["p2"] = v.places[0], v.places[-1]
         slots["n1"], slots["n2"] = re.sub(r"\D", "", v.places[0]), re.sub(r"\D", "", v.places[-1])
         slots["place"] = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", P).lower()  # MeshPlace -> mesh place
-    out = []
-    for item in load_words().instruction_examples:
-        try:
-            out.append(CypherExample(item["q"].format(**slots), "", item["goal"].format(**slots)))
-        except (KeyError, IndexError):
-            continue
-    return out
+    return [
+        CypherExample(item["q"], "", item["goal"])
+        for item in fill_templates(load_words().instruction_examples, slots)
+    ]
 
 
 class ExampleLibrary:

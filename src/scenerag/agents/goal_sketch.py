@@ -37,6 +37,7 @@ __all__ = [
     "only_negations",
     "resolve_sketch",
     "scope_to_named_class",
+    "sequence_as_and",
     "sketch_grammar",
     "verb_problems",
 ]
@@ -297,6 +298,22 @@ def _unary_predicates(keys: set[str], kind: str, domain: GoalDomain) -> set[str]
     }
 
 
+def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, list[str]]:
+    """``sketch`` with a top-level ``or`` made an ``and`` when the instruction asks for things in turn (the
+    language's ``sequence_words``: "first stop by the food, then end up at the bike") and offers no choice
+    (no ``choice_words`` or ``alternative_words``): a sequence asks for every part, the PDDL goal for all of
+    them. Unchanged otherwise, with a note when changed."""
+    tree = _parsed(sketch)
+    if not isinstance(tree, list) or len(tree) < 3 or str(tree[0]).lower() != "or":
+        return sketch, []
+    if not words.says(instruction, words.sequence_words):
+        return sketch, []
+    if words.says(instruction, (*words.choice_words, *words.alternative_words)):
+        return sketch, []
+    out = _unparse(["and", *tree[1:]])
+    return out, [f"{sketch} -> {out}: the instruction asks for these in turn, not for one of them"]
+
+
 def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> tuple[str, list[str]]:
     """``sketch`` made to say what the instruction's verbs ask for (the language's ``goal_words``), with a
     note per change; unchanged when the instruction says no such words, or the sketch does not parse.
@@ -383,11 +400,15 @@ def _main_goal(tree: list, named: set[str], unused: set[str], domain: GoalDomain
     return ["and", [predicate, left[0]], *parts]
 
 
-def scope_to_named_class(sketch: str, unused: list[str], domain: GoalDomain) -> tuple[str, list[str]]:
+def scope_to_named_class(
+    sketch: str, unused: list[str], domain: GoalDomain, named: set[str] | None = None
+) -> tuple[str, list[str]]:
     """A sketch that names a room where the instruction names a class of objects in it ("wait by one of the
     chairs in R5" sketched ``(in-room R5)``): with exactly one object class the instruction names and the
     sketch leaves out (``unused``), and exactly one positive atom over a room, that atom is about the
-    class's members in the room (``(in-room [seating in R5])``; the graph then types the predicate)."""
+    class's members in the room (``(in-room [seating in R5])``; the graph then types the predicate). A room
+    given as a symbol the instruction does not name (``named``: "the hallway where the bike is" already
+    found as R3) is the model's answer, not the instruction's scope: unchanged."""
     if len(unused) != 1:
         return sketch, []
     tree = _parsed(sketch)
@@ -413,6 +434,8 @@ def scope_to_named_class(sketch: str, unused: list[str], domain: GoalDomain) -> 
     if len(rooms) != 1:
         return sketch, []
     atom = rooms[0]
+    if named is not None and ont.has_symbol_shape(str(atom[1])) and str(atom[1]) not in named:
+        return sketch, []
     where = str(atom[1]).strip("[]")
     before = _unparse(atom)
     atom[1] = f"[{unused[0]} in {where}]"
@@ -438,10 +461,11 @@ def _drop_contained(parts: list[str], domain: GoalDomain, holders: Holders) -> l
             kind = domain.predicates[m.group(1)][0]
 
             def reaches(other: str, m: re.Match[str] = m, kind: str = kind) -> bool:
-                inner = [
+                inner = [  # only going to a node reaches what holds it (inspecting or holding it may not)
                     a.group(2)
                     for a in _ATOM.finditer(other)
-                    if (m.group(1) in visits or a.group(1) in ends)
+                    if a.group(1) in visits | ends
+                    and (m.group(1) in visits or a.group(1) in ends)
                     and domain.predicates.get(a.group(1), ())[:1] != (kind,)
                 ]
                 if not inner or other.startswith("(not"):

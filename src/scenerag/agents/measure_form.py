@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from scenerag.agents.examples import GraphRoles
 from scenerag.agents.linking import Link
 from scenerag.agents.plan import _slots
-from scenerag.agents.words import Words
+from scenerag.agents.words import Words, fill_templates
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Chars, Grammar, alt, one_of, opt, plus, seq
@@ -137,16 +137,11 @@ class MeasureForms:
             rcls_val=raw(slots.get("rcls", ""), region),
             layers=", ".join(self.labels),
         )
-        examples = []
-        for item in self.words.measure_examples:
-            try:
-                q = item["q"].format(**slots)
-                form = item["form"].format(**slots)
-            except (KeyError, IndexError):
-                continue  # a template needing a layer this graph lacks
-            if form != NONE_FORM and parse_form(form) is None:
-                continue
-            examples.append(f"Q: {q}\nForm: {form}")
+        examples = [
+            f"Q: {item['q']}\nForm: {item['form']}"
+            for item in fill_templates(self.words.measure_examples, slots)
+            if item["form"] == NONE_FORM or parse_form(item["form"]) is not None
+        ]
         intro = self.words.measure_intro.format(layers=slots["layers"])
         return intro + "\n\n" + "\n\n".join(examples)
 

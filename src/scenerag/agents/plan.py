@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scenerag.agents.examples import GraphRoles, _plural
-from scenerag.agents.words import Words
+from scenerag.agents.words import Words, fill_templates
 from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Chars, Grammar, Ref, alt, opt, plus, seq, star
 from scenerag.store.base import GraphStore
@@ -80,14 +80,10 @@ class Planner:
 
     def _system(self, store: GraphStore) -> str:
         slots = _slots(store)
-        examples = []
-        for item in self.words.plan_examples:
-            try:
-                q = item["q"].format(**slots)
-                plan = item["plan"].format(**slots)
-            except (KeyError, IndexError):
-                continue  # a template needing a layer this graph lacks
-            examples.append(f"Q: {q}\nPlan: {plan}")
+        examples = [
+            f"Q: {item['q']}\nPlan: {item['plan']}"
+            for item in fill_templates(self.words.plan_examples, slots)
+        ]
         return self.words.plan_intro + "\n\n" + "\n\n".join(examples)
 
     @staticmethod

@@ -55,6 +55,9 @@ class Words:
     #: class it names in the plural ("pick up one of the boxes"), not for every one
     choice_words: tuple[str, ...] = ()
     every_words: tuple[str, ...] = ()
+    #: an instruction saying these asks for its goals in turn, all of them; alternative_words offer a choice
+    sequence_words: tuple[str, ...] = ()
+    alternative_words: tuple[str, ...] = ()
     position_words: tuple[str, ...] = ()
     #: word -> the ontology labels it names ("mesh place" -> ("MeshPlace",)); () for a word naming any node
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -175,6 +178,8 @@ _LISTS = (
     "order_words",
     "pair_words",
     "choice_words",
+    "sequence_words",
+    "alternative_words",
     "every_words",
     "position_words",
     "answer_words",
@@ -229,6 +234,8 @@ def _merge(files: Sequence[Path]) -> Words:
         pair_words=tuple(lists.get("pair_words", ())),
         choice_words=tuple(lists.get("choice_words", ())),
         every_words=tuple(lists.get("every_words", ())),
+        sequence_words=tuple(lists.get("sequence_words", ())),
+        alternative_words=tuple(lists.get("alternative_words", ())),
         position_words=tuple(lists.get("position_words", ())),
         layer_words=layers,
         floors=floors,
@@ -250,6 +257,18 @@ def _merge(files: Sequence[Path]) -> Words:
         word_endings=tuple(_flat(extra.get("word_endings"))) or ("",),
         phrase_question=str(extra.get("phrase_question", "{phrase}?")),
     )
+
+
+def fill_templates(templates: Iterable[Mapping[str, str]], slots: Mapping[str, str]) -> list[dict[str, str]]:
+    """Each template with every field filled from ``slots``; a template naming a slot the graph has no value
+    for (a layer it lacks) is left out."""
+    out = []
+    for item in templates:
+        try:
+            out.append({key: text.format(**slots) for key, text in item.items()})
+        except (KeyError, IndexError):
+            continue
+    return out
 
 
 def _templates(value: Any, keys: tuple[str, ...], path: Path) -> tuple[dict[str, str], ...]:
