@@ -81,19 +81,9 @@ def test_the_viewer_serving_a_database_gets_the_server_heap(tmp_path: Path, hydr
     with open_store(db) as store:
         store.load(hydra_graph)
     env = {k: v for k, v in os.environ.items() if k not in ("ARCADEDB_JVM_ARGS", "SCENERAG_JVM_HEAP")}
+    view = ["view", "--llm", "none", "--port", str(free_port()), "--db", str(db)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scenerag.cli",
-            "view",
-            "--db",
-            str(db),
-            "--port",
-            str(free_port()),
-            "--llm",
-            "none",
-        ],
+        [sys.executable, "-m", "scenerag.cli", *view],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
