@@ -21,6 +21,10 @@ run it under ``flock /tmp/scenerag-heavy.lock`` on a shared machine. Usage::
     .venv/bin/python benchmarks/server_soak.py                       # 3 x 40 s, 8 clients
     .venv/bin/python benchmarks/server_soak.py --phases 1 --phase-s 20 --record -
     .venv/bin/python benchmarks/server_soak.py --transport mcp --record benchmarks/results/server_soak-mcp.json
+    .venv/bin/python benchmarks/server_soak.py --trace /tmp/soak-trace   # + JVM and Python GC logs, lined up
+
+``--trace DIR`` (``soak_trace.py``) logs the server's JVM collections, safepoints and JIT compilations and
+its Python collections into DIR, and prints, for each ``/health`` poll over 50 ms, the events overlapping it.
 """
 
 from __future__ import annotations

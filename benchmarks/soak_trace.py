@@ -6,15 +6,16 @@ Two halves:
   of collections and safepoints (``DIR/jvm-gc.log``) and of JIT compilations (``DIR/jvm-jit.log``), both
   stamped with wall-clock time, and (b) :func:`install_probe`, run in the server at interpreter start by a
   ``sitecustomize`` module in ``DIR/py`` put first on its ``PYTHONPATH``: Python's collections (start, length,
-  generation, thread) from ``gc.callbacks``, and (``--trace-sampler``) a sampler thread that wakes every ``SAMPLE_S`` and logs each
-  time it could not run for longer than ``GAP_S`` (the GIL held by another thread, or the process not
-  scheduled), with every Python thread's innermost frames and CPU priority at the end of the gap. Both go to
-  ``DIR/py-trace.jsonl``.
+  generation, thread) from ``gc.callbacks``, and (``--trace-sampler``) a sampler thread that wakes every
+  ``SAMPLE_S`` and logs each time it could not run for longer than ``GAP_S`` (the GIL held by another
+  thread, or the process not scheduled), with every Python thread's innermost frames and CPU priority at
+  the end of the gap. Both go to ``DIR/py-trace.jsonl``.
 * :func:`align` reads those files after the run and, for every slow poll of the soak's timeline, lists the
   events whose time overlaps it.
 
-The probe costs a wake-up every ``SAMPLE_S`` (one GIL hand-off); it is for diagnosis, not for the records
-whose figures are compared with the bars.
+The sampler costs a wake-up every ``SAMPLE_S`` (one GIL hand-off), so it is off unless asked for; the JVM's
+logs and the collection callbacks cost little (the records ``server_soak-warm-up-*.json`` were taken with
+them on).
 """
 
 from __future__ import annotations
