@@ -21,6 +21,10 @@ run it under ``flock /tmp/scenerag-heavy.lock`` on a shared machine. Usage::
     .venv/bin/python benchmarks/server_soak.py                       # 3 x 40 s, 8 clients
     .venv/bin/python benchmarks/server_soak.py --phases 1 --phase-s 20 --record -
     .venv/bin/python benchmarks/server_soak.py --transport mcp --record benchmarks/results/server_soak-mcp.json
+    .venv/bin/python benchmarks/server_soak.py --trace /tmp/soak-trace   # + JVM and Python GC logs, lined up
+
+``--trace DIR`` (``soak_trace.py``) logs the server's JVM collections, safepoints and JIT compilations and
+its Python collections into DIR, and prints, for each ``/health`` poll over 50 ms, the events overlapping it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from typing import Any
 
 import httpx2
 
+import soak_trace
 from bench_record import BenchRecord, add_record_argument
 from scenerag.graph import read_scene_graph
 from scenerag.graph.model import SceneGraph
@@ -284,7 +289,7 @@ def rss_breakdown(pid: int, heap_bytes: int = 0) -> dict[str, float]:
 
 
 #: one row per /health poll: seconds into the phase, health ms, RSS, Java heap RSS, eden, old, old used
-#: (MiB), young and full GCs so far
+#: (MiB), young and full GCs so far, and the poll's wall-clock start (epoch s, to line up with ``--trace`` logs)
 TIMELINE_COLUMNS = (
     "t_s",
     "health_ms",
@@ -295,6 +300,7 @@ TIMELINE_COLUMNS = (
     "old_used_mib",
     "young_gcs",
     "full_gcs",
+    "wall_s",
 )
 
 
@@ -441,6 +447,7 @@ def run_phase(
             ready.wait()
             start, stop = clock["start"], clock["stop"]
             while time.monotonic() < stop:
+                wall = time.time()
                 t0 = time.perf_counter()
                 try:
                     status = str(c.get("/health").status_code)
@@ -463,7 +470,8 @@ def run_phase(
                             round(ms, 1),
                             rss or 0.0,
                             java_rss,
-                            *(jvm.get(k, 0.0) for k in TIMELINE_COLUMNS[4:]),
+                            *(jvm.get(k, 0.0) for k in TIMELINE_COLUMNS[4:-1]),
+                            round(wall, 3),
                         ]
                     )
                 time.sleep(max(0.0, args.health_interval - ms / 1000.0))
@@ -525,6 +533,20 @@ def print_phase(summary: dict[str, Any]) -> None:
     )
 
 
+def print_trace(traced: dict[str, Any]) -> None:
+    """The ``--trace`` findings: each kind of event over the run, then each slow poll and what overlapped it."""
+    print("\ntrace (whole run):")
+    for kind, row in traced["summary"].items():
+        print(f"  {kind:<10} {row['n']:>6} events, longest {row['max_ms']:.1f} ms")
+    for poll in traced["slow_polls"]:
+        print(f"  slow poll {poll['poll_ms']:.0f} ms: {poll['jit_compilations']} JIT compilations in it")
+        for e in poll["events"]:
+            where = e.get("what") or e.get("thread") or ""
+            print(f"    {e['t_rel_ms']:>8.1f} ms  {e['ev']:<9} {e.get('ms', 0):>7.1f} ms  {where}")
+            for t in e.get("threads", []):
+                print(f"             {t['thread']} (nice {t['nice']}): {' < '.join(t['stack'][:3])}")
+
+
 def totals(url: str) -> dict[str, int]:
     with httpx2.Client(base_url=url, timeout=60) as c:
         r = c.post("/cypher", json={"query": TOTALS})
@@ -537,6 +559,8 @@ def start_soak_server(db: Path, args: argparse.Namespace) -> tuple[subprocess.Po
     env = dict(os.environ)
     if args.server_src:
         env["PYTHONPATH"] = str(Path(args.server_src).resolve())
+    if args.trace:
+        env = soak_trace.server_env(args.trace, env, sampler=args.trace_sampler)
     extra = ["--query-slots", str(args.query_slots)] if args.query_slots else []
     return start_server(db, "--rate-limit", "0", "--llm", "none", *extra, env=env)
 
@@ -558,6 +582,20 @@ def main() -> None:
         "--server-src", default=None, help="run the server from this source tree (PYTHONPATH)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="diagnosis: JVM GC/safepoint/JIT logs and a Python GC and GIL-gap probe in the server, written "
+        "to DIR and lined up with the slow /health polls (benchmarks/soak_trace.py)",
+    )
+    parser.add_argument(
+        "--trace-sampler",
+        action="store_true",
+        help="with --trace: also a thread in the server that logs every time it could not run for 20 ms "
+        "(the GIL held elsewhere, or no core), with every Python thread's stack",
+    )
     add_record_argument(parser)
     args = parser.parse_args()
     record = BenchRecord(args, perception="none", llm="none", transport=args.transport, mix=MIX)
@@ -632,6 +670,15 @@ def main() -> None:
             f"  {name:<20} {shown:>10}  {'(bar ' + str(bar) + ')' if bar else '':<14} {'ok' if ok else 'MISSED'}"
         )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.trace:
+        wall = TIMELINE_COLUMNS.index("wall_s")
+        polls = [(row[wall], row[1]) for s in summaries for row in s["timeline"]["rows"]]
+        traced = {
+            "summary": soak_trace.summary(args.trace),
+            "slow_polls": soak_trace.align(args.trace, polls),
+        }
+        record.results["trace"] = traced
+        print_trace(traced)
     record.results.update(
         phases=summaries,
         graph_before=before,

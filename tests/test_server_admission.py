@@ -340,3 +340,18 @@ def test_watchdog_drops_cancelled_calls_without_waiting_for_their_deadlines() ->
     assert fired.wait(5)
     time.sleep(0.05)
     assert dog.pending() == 0  # the hour-long cancelled entries are gone, not kept until their deadline
+
+
+def test_the_warm_up_runs_each_path_and_leaves_no_trace(store: CypherStore) -> None:
+    """``StoreAccess.warm_up`` (a starting server, before it listens): queries run in both lanes (the heavy
+    lane's thread is made), its write is refused (nothing is written) and admission's figures stay the
+    clients' alone; 0 s runs nothing."""
+    service = SceneService(store, ServerConfig(warm_up_s=0))
+    before = store.query("MATCH (n) RETURN count(n) AS n").rows
+    assert service.access.warm_up(0) == 0 and service.access._heavy_pool is None
+    runs = service.access.warm_up(0.5)
+    assert runs >= 2 * 9  # at least one loop per slot over the nine cheap paths
+    assert service.access._heavy_pool is not None  # the heavy lane's (nicer) thread is made
+    stats = service.admission.stats()["lanes"]
+    assert all(lane["admitted"] == lane["refused"] == lane["expired"] == 0 for lane in stats.values())
+    assert store.query("MATCH (n) RETURN count(n) AS n").rows == before  # its CREATE was refused

@@ -1094,8 +1094,12 @@ def view(
                 export_html(graph, html, highlight=marked)
                 console.print(f"wrote {html}")
             return
+        from scenerag.store.arcade import use_server_jvm
         from scenerag.viz import run_viewer
 
+        # the viewer serves the database (to browsers and, through its share, to other commands) for as
+        # long as it runs: the JVM it starts gets a server's heap settings, as `scenerag serve`'s does
+        use_server_jvm()
         model = llm or os.environ.get("SCENERAG_LLM") or "local"  # the default of every --llm
         run_viewer(db, host, port, None if model.lower() == "none" else model, highlight=marked)
 

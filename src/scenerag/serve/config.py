@@ -83,6 +83,9 @@ class ServerConfig:
     max_text_chars: int = 4000
     #: serve the MCP streamable-HTTP endpoint at /mcp next to the HTTP API
     mcp: bool = True
+    #: seconds a starting server spends running its own queries before it listens, so the first clients
+    #: do not meet a cold engine (see ``StoreAccess.warm_up``; 0: no warm-up)
+    warm_up_s: float = 2.0
 
     def validate(self) -> None:
         """Raise ``ServerConfigError`` for a field out of range."""

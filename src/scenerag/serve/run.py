@@ -82,8 +82,13 @@ def _prepare(
     llm: LlmSource,
     embedder: str | Embedder | None,
     vectors: str | Path | None,
+    *,
+    freeze: bool = False,
 ) -> tuple[SceneService, bool]:
-    """Check the settings, open the store (unless given) and build the service; returns (service, owns store)."""
+    """Check the settings, open the store (unless given), build the service and warm it up; returns
+    (service, owns store). ``freeze``: this process is the server's own (``serve``), so its heap is frozen
+    before the warm-up (:func:`freeze_heap`); an app built for another program leaves that program's heap
+    alone."""
     check_bind(config)
     if isinstance(db, CypherStore):
         store, owned = db, False
@@ -110,6 +115,8 @@ def _prepare(
         db_dir = None if isinstance(db, CypherStore) else db
         entity_store = entity_index_for(db_dir, store, embedder, vectors=vectors)
         service = SceneService(store, config, llm=llm, entity_store=entity_store)
+        if freeze:  # each Java collection of the warm-up is followed by JPype's full Python collection,
+            freeze_heap()  # which walked the whole start-up heap (80-120 ms, GIL held) until it was frozen
         service.warm_up(on_model_ready=freeze_heap)
         return service, owned
     except BaseException:
@@ -171,7 +178,7 @@ def serve(
         allow_write=allow_write,
         owner_token=owner,
     )
-    service, owned = _prepare(db, settings, llm, embedder, vectors)
+    service, owned = _prepare(db, settings, llm, embedder, vectors, freeze=True)
     freeze_heap()
     try:
         with (
@@ -200,9 +207,9 @@ def freeze_heap() -> None:
     few hundred milliseconds. Each full collection holds the GIL while it walks the whole heap: measured
     with the server's modules loaded (~110k objects), stalls of up to 255 ms for every Python thread,
     ``/health`` included, during one 4-s cartesian query; with the start-up heap frozen, at most 9 ms.
-    Called once the service is set up, again when the app has started (uvicorn, the app and the MCP session
-    manager set up) and once a background model load is done; objects made later are still collected as
-    usual."""
+    Called once the service is set up (before its warm-up, and again after it), again when the app has
+    started (uvicorn, the app and the MCP session manager set up) and once a background model load is done;
+    objects made later are still collected as usual."""
     gc.collect()
     gc.freeze()
 
@@ -243,7 +250,9 @@ def serve_mcp_stdio(
 
     from scenerag.serve.mcp_server import build_mcp_server
 
-    service, owned = _prepare(db, replace(config or ServerConfig(), mcp=True), llm, embedder, vectors)
+    service, owned = _prepare(
+        db, replace(config or ServerConfig(), mcp=True), llm, embedder, vectors, freeze=True
+    )
     freeze_heap()
     try:
         anyio.run(build_mcp_server(service).run_stdio_async)

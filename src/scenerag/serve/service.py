@@ -78,11 +78,15 @@ class SceneService:
 
     def warm_up(self, *, on_model_ready: Callable[[], None] | None = None) -> None:
         """Start loading the model (when given as a spec; ``on_model_ready`` is called once it loaded) and
-        warm the query parser, so the first requests are not slow (the engine's first parse costs ~0.2-1 s).
-        Called once when a server starts."""
+        warm the parser (the engine's first parse costs ~0.2-1 s); when the engine runs in this process
+        (embedded ArcadeDB), also its query paths for ``config.warm_up_s`` (:meth:`StoreAccess.warm_up`),
+        so the first requests meet compiled code. A remote database (Bolt) is warm already and shared, so
+        it is not sent warm-up queries. Called once when a server starts, before it listens."""
         self.models.preload(on_ready=on_model_ready)
         with contextlib.suppress(Exception):
             self.store.prepare("MATCH (n) RETURN count(n) AS n")
+        if self.store.backend == "arcadedb-embedded":
+            self.access.warm_up(self.config.warm_up_s)
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _text(self, value: str | None, what: str) -> str:

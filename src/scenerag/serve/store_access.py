@@ -159,6 +159,59 @@ class StoreAccess:
         """The store's cached schema (introspected again only after a write)."""
         return self.store.schema()
 
+    def warm_up(self, seconds: float) -> int:
+        """Run the paths a server's first requests take, for about ``seconds``, before it listens; returns
+        the queries run. Made from the graph's own labels (the largest one): a count, a parameterised
+        lookup, a sorted listing, one-hop expansions, a pairwise listing cut at the row cap (cheap lane), a
+        three-way cartesian count on the heavy lane's thread cancelled at 0.2 s now and then, and the
+        refusals before the queue (a parse error, an unknown label, a write); one loop per query slot, side
+        by side. Outcomes, errors included, are ignored; admission is bypassed, so its figures describe
+        clients only.
+
+        Why: a cold server's first burst of clients met an engine still loading and compiling its code
+        (``benchmarks/server_soak.py --trace``: 1,100-1,600 JIT compilations logged in the first second of
+        the first burst, against 150-450 a second after, on 2 cores the clients already fill), and each
+        path's first Python objects (JPype's class wrappers) were made after the start-up heap was frozen;
+        ``/health`` took up to 150 ms in some runs then, against 5-20 ms once warm. Run here, that work is
+        done before the heap is frozen and before any client waits (docs/server.md)."""
+        schema = self.store.schema()
+        if seconds <= 0 or not schema.node_counts:
+            return 0
+        label = max(schema.node_counts, key=lambda name: schema.node_counts[name])
+        key = "n.nodeSymbol" if "nodeSymbol" in schema.node_properties.get(label, {}) else "id(n)"
+        cheap: list[tuple[str, dict[str, Any] | None]] = [
+            (f"MATCH (n:`{label}`) RETURN count(n) AS n", None),
+            (f"MATCH (n:`{label}`) WHERE {key} = $s RETURN {key} AS s", {"s": "warm-up"}),
+            (f"MATCH (n:`{label}`) RETURN {key} AS s ORDER BY s LIMIT 20", None),
+            (f"MATCH (n:`{label}`)-[r]-(m) RETURN type(r) AS t, labels(m) AS l LIMIT 50", None),
+            (f"MATCH (n:`{label}`)-[r]->(m) RETURN type(r) AS t, count(m) AS c", None),
+            (f"MATCH (n:`{label}`), (m:`{label}`) RETURN {key} AS a, {key.replace('n.', 'm.')} AS b", None),
+            ("MATCH (n RETURN n", None),
+            ("MATCH (n:`scenerag warm-up: no such label`) RETURN n", None),
+            (f"CREATE (n:`{label}`)", None),
+        ]
+        heavy = "MATCH (a), (b), (c) RETURN count(*) AS n"
+        deadline = time.monotonic() + seconds
+
+        def loop(index: int) -> int:  # one per query slot, side by side, as clients would
+            runs = 0
+            while time.monotonic() < deadline:
+                for cypher, params in cheap:
+                    with contextlib.suppress(Exception):
+                        prepared, _ = self.check(cypher, params)
+                        self.store.execute(prepared, params, timeout_s=1.0, max_rows=self.max_rows)
+                    runs += 1
+                if index == 0 and runs % (8 * len(cheap)) == len(cheap):  # the heavy lane, now and then
+                    with contextlib.suppress(Exception):
+                        prepared, _ = self.check(heavy)
+                        self._heavy_runner().submit(
+                            self.store.execute, prepared, None, timeout_s=0.2, max_rows=1
+                        ).result()
+            return runs
+
+        with ThreadPoolExecutor(self.admission.slots, thread_name_prefix="scenerag-warm-up") as pool:
+            return sum(pool.map(loop, range(self.admission.slots)))
+
     def read_only(self, caps: tuple[float, int] | None = None) -> ReadOnlyStore:
         """A read-only view; ``caps`` (timeout s, rows) replace the server's for trusted internal readers
         such as the planner, which reads a whole navigation layer."""
