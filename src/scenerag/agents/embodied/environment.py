@@ -144,7 +144,9 @@ class EnvironmentSpec:
 
 class ActionOutcome(Protocol):
     """What executing one action returned. An outcome may also carry ``error``: a short code of why it
-    failed (``out_of_reach``, ...), which the planner records as the failure's cause."""
+    failed (``out_of_reach``, ...), which the planner records as the failure's cause, and ``mentions``: the
+    ids of the discovered objects its message is about (the object found, the receptacle to open first, the
+    switch to turn on), which retrieving agents add to the next step's subgraph."""
 
     @property
     def success(self) -> bool: ...
