@@ -594,6 +594,7 @@ class EmbodiedPlanner:
         index: SceneIndex | None = None
         retriever: TaskRetriever | None = None
         feedback_attributes: tuple[str, ...] = ()
+        mention_attributes: tuple[str, ...] = ()
         required = set(task.required_types)
         retrieved_ever: set[str] = set()
         failures: dict[tuple[CallKey, int], _Failure] = {}  # by (call, state signature)
@@ -611,6 +612,10 @@ class EmbodiedPlanner:
                 result.retrieval_usage = result.retrieval_usage + pre_retrieval.usage
                 feedback_attributes = tuple(
                     dict.fromkeys(a for e in pre_retrieval.entities for a in e.attributes)
+                )
+                # what a named object shows: the task's attributes and those a receptacle shows (isOpen)
+                mention_attributes = tuple(
+                    dict.fromkeys((*feedback_attributes, *self.subgraph_config.connector_attributes))
                 )
                 retriever = TaskRetriever(
                     index,
@@ -699,7 +704,7 @@ class EmbodiedPlanner:
                     if index is not None:
                         record.index_update = index.apply(graph, diff).to_dict()
                     if retriever is not None:
-                        retriever.set_mentions(mention_queries(graph, record.mentions, feedback_attributes))
+                        retriever.set_mentions(mention_queries(graph, record.mentions, mention_attributes))
                     if record.full_graph_request and record.ok:
                         lines = object_lines(graph, graph, all_attributes=True)
                         record.observation = (
