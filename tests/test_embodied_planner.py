@@ -385,6 +385,15 @@ def test_failures_are_fed_back_and_done_is_checked() -> None:
     assert "act-done" in (model.calls[4].grammar or "")  # the search changed the scene graph
 
 
+def strict_episode(router: Router) -> tuple[EpisodeResult, ScriptedChatModel, HouseholdEpisode]:
+    """An embodiedrag-strict episode of easy_02 (open the fridge) in the l_shape kitchen, 0 distractors,
+    planned by ``router`` through a model that ignores grammars; the episode keeps the simulator's log."""
+    model = ScriptedChatModel([router] * 20, supports_tools=False)
+    agent = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder())
+    episode = HouseholdEpisode.create("l_shape", 0, 0)
+    return agent.run(episode, get_task("easy_02")), model, episode
+
+
 def test_a_failed_action_is_refused_until_something_changes() -> None:
     """fillheldobjectwithwater fails (an apple holds no water); the same call is then left out of the grammar
     and, from a model that ignores grammars, refused without reaching the simulator; after the robot has
@@ -399,10 +408,7 @@ def test_a_failed_action_is_refused_until_something_changes() -> None:
             act("open", "Fridge_1"),
         ]
     )
-    model = ScriptedChatModel([router] * 20, supports_tools=False)
-    agent = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder())
-    episode = HouseholdEpisode.create("l_shape", 0, 0)
-    result = agent.run(episode, get_task("easy_02"))
+    result, model, episode = strict_episode(router)
     assert result.success and result.steps == 6
     steps = result.trajectory
     assert steps[2].cause == "not_fillable" and "cannot hold water" in steps[2].observation
@@ -436,10 +442,7 @@ def test_an_object_out_of_reach_is_offered_only_for_moveto() -> None:
             act("open", "Fridge_1"),
         ]
     )
-    model = ScriptedChatModel([router] * 20, supports_tools=False)
-    agent = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder())
-    episode = HouseholdEpisode.create("l_shape", 0, 0)
-    result = agent.run(episode, get_task("easy_02"))
+    result, model, episode = strict_episode(router)
     assert result.success and result.steps == 5
     steps = result.trajectory
     assert steps[2].cause == "invalid_reply"
