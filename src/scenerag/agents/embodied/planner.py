@@ -112,8 +112,10 @@ class PlannerConfig:
     ``stop_on_success``: end as soon as the task check passes; ``feedback_window``: steps a self-query
     stays in effect; ``refuse_repeats``: an action that failed, worked but changed nothing, or led back to
     a situation the episode had already been in (going round in a loop), is refused (left out of the
-    grammar, and not sent to the environment) whenever the robot is in that same situation again
-    (:func:`state_signature`: same objects and states, same place, same hand); ``list_calls``: the prompt's
+    grammar, and not sent to the environment) whenever the robot is in that same situation again (a
+    failure: :func:`state_signature`, same objects and states, same place, same hand; a no-op or a loop:
+    :class:`ProgressSignature`, same place, same hand, same changes made to objects, whatever was
+    discovered on the way); ``list_calls``: the prompt's
     state block ends with the object calls the step's menu allows (``You can now: pickup(Apple_1), ...``,
     the ``can`` annotations as calls), just before the model chooses.
 
@@ -358,6 +360,40 @@ def state_signature(graph: SceneGraph, ignore: Iterable[str] = ()) -> int:
     return hash((tuple(objects), tuple(edges), tuple(agents)))
 
 
+class ProgressSignature:
+    """What the robot has *done* so far, as a hash: its place, what it holds, and every object whose own
+    state (attributes but ``ignore``, the agent-relative ones; its containment) differs from the state it
+    had when first seen. Unlike :func:`state_signature`, discovering objects does not change it, so
+    navigating in a circle that happens to reveal new objects still comes back to the same situation.
+    One per episode (it remembers each object's first-seen state)."""
+
+    def __init__(self, ignore: Iterable[str] = ()) -> None:
+        self.ignore = frozenset(ignore)
+        self.first: dict[str, int] = {}
+
+    def __call__(self, graph: SceneGraph) -> int:
+        changed: list[tuple[str, int]] = []
+        for node in graph.nodes(ont.OBJECT):
+            own = hash(
+                (
+                    tuple(sorted((k, repr(v)) for k, v in node.attributes.items() if k not in self.ignore)),
+                    tuple(sorted(p.symbol for p in graph.parents(node.symbol, ont.CONTAINS))),
+                    tuple(sorted(p.symbol for p in graph.parents(node.symbol, HOLDS))),
+                )
+            )
+            if self.first.setdefault(node.symbol, own) != own:
+                changed.append((node.symbol, own))
+        agents = sorted(
+            (
+                a.symbol,
+                repr(a.attributes.get("place")),
+                tuple(sorted(c.symbol for c in graph.children(a.symbol, HOLDS))),
+            )
+            for a in graph.nodes(ont.AGENT)
+        )
+        return hash((tuple(sorted(changed)), tuple(agents)))
+
+
 class EmbodiedPlanner:
     """One agent of the evaluation (see module contract) for the environment ``spec`` describes (its actions
     and object attributes; the household simulator's is ``scenerag.agents.embodied.household.HOUSEHOLD``).
@@ -598,7 +634,9 @@ class EmbodiedPlanner:
         required = set(task.required_types)
         retrieved_ever: set[str] = set()
         failures: dict[tuple[CallKey, int], _Failure] = {}  # by (call, state signature)
-        visited = {state_signature(graph, self.spec.agent_relative_attributes)}
+        progress = ProgressSignature(self.spec.agent_relative_attributes)
+        visited = {progress(graph)}
+        noops: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature)
         order = StableOrder()  # Full-Mem: unchanged graph lines first, so the prompt keeps its prefix
         ignore = self.spec.agent_relative_attributes
         try:
@@ -636,18 +674,18 @@ class EmbodiedPlanner:
                         result.required_retrieved_first = sorted(classes)
                         result.required_discovered_first = sorted(_object_classes(graph) & required)
                 state = state_signature(graph, ignore)
-                refused = (
-                    {k: _refusal(f) for (k, sig), f in failures.items() if sig == state}
-                    if self.config.refuse_repeats
-                    else {}
-                )
+                done_so_far = progress(graph)
+                standing = [(k, f) for (k, sig), f in failures.items() if sig == state] + [
+                    (k, f) for (k, sig), f in noops.items() if sig == done_so_far
+                ]
+                refused = {k: _refusal(f) for k, f in standing} if self.config.refuse_repeats else {}
                 menu = self.menu(graph, subgraph, refused)
                 head = ""
                 if self.kind.full_graph_in_prompt:
                     head, context, context_nodes = self.full_graph_blocks(graph, menu, order)
                 else:
                     context, context_nodes = self.context_text(graph, subgraph, menu)
-                blocked = [f.call for (_, sig), f in failures.items() if sig == state] if refused else []
+                blocked = [f.call for _, f in standing] if refused else []
                 messages = self.step_messages(
                     task,
                     graph,
@@ -711,10 +749,13 @@ class EmbodiedPlanner:
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
                     elif record.ok:
-                        after = state_signature(graph, ignore)
-                        if after == state or after in visited:  # changed nothing, or went round in a loop
-                            failures[(key, state)] = _Failure(
-                                step, format_call(record.action, record.arguments), "", loop=after != state
+                        after = progress(graph)
+                        if after == done_so_far or after in visited:  # changed nothing, or a loop
+                            noops[(key, done_so_far)] = _Failure(
+                                step,
+                                format_call(record.action, record.arguments),
+                                "",
+                                loop=after != done_so_far,
                             )
                         visited.add(after)
                 finished = finished or (self.config.stop_on_success and task.check(env.world))
