@@ -99,7 +99,9 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
         distractors=args.distractors,
         style=args.style,
         seed=args.seed,
-        planner=PlannerConfig(max_steps=args.max_steps, list_calls=args.list_calls),
+        planner=PlannerConfig(
+            max_steps=args.max_steps, list_calls=args.list_calls, walkthrough=args.walkthrough
+        ),
         count_along=count_along,
     )
     embedder = make_embedder(args.embedder, threads=1)
@@ -228,6 +230,11 @@ def main(argv: list[str] | None = None) -> None:
         "--list-calls",
         action="store_true",
         help="end each prompt with the object calls the step allows ('You can now: pickup(Apple_1), ...')",
+    )
+    parser.add_argument(
+        "--walkthrough",
+        action="store_true",
+        help="end the system prompt with the environment's example episode of another task",
     )
     parser.add_argument(
         "--pre-retrieval",

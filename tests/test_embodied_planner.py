@@ -31,11 +31,12 @@ from scenerag.agents.embodied import (
     summarize,
 )
 from scenerag.agents.embodied.decisions import count_prompt_tokens
+from scenerag.agents.embodied.environment import EnvironmentSpec
 from scenerag.agents.embodied.planner import StableOrder
 from scenerag.llm import LLMError, Message, ScriptedChatModel, ToolCall
 from scenerag.llm.base import estimate_tokens
 from scenerag.retrieval.documents import label_text
-from scenerag.sim.household import ATTRIBUTE_NAMES, HouseholdEnv, get_task
+from scenerag.sim.household import ATTRIBUTE_NAMES, TASKS, HouseholdEnv, get_task
 
 PLANNER = "You are the task planner"
 PRE = "You prepare the memory"
@@ -816,3 +817,22 @@ def test_list_calls_ends_the_prompt_with_the_calls_on_offer() -> None:
         .messages[-1]
         .content
     )
+
+
+def test_walkthrough_ends_the_system_prompt_when_asked() -> None:
+    """The walkthrough is static (part of the cached system turn), names another task, and follows the
+    reply format of the agent (an Objects line only for the self-querying agent)."""
+    model = ScriptedChatModel([])
+    on = PlannerConfig(walkthrough=True)
+    feedback = EmbodiedPlanner(model, "embodiedrag-feedback", HOUSEHOLD, embedder=WordEmbedder(), config=on)
+    strict = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder(), config=on)
+    plain = EmbodiedPlanner(model, "embodiedrag-feedback", HOUSEHOLD, embedder=WordEmbedder())
+    text = feedback.system_prompt()
+    tail = text.split("An example episode of another task (Put a book in a drawer.)", 1)[1]
+    assert tail.count("Action: ") == len(HOUSEHOLD.walkthrough) == tail.count("Objects: ")
+    assert "Action: pickup(Book_1)\n-> Picked up Book_1 from Shelf_1." in tail
+    assert "Objects: " not in strict.system_prompt().split("An example episode", 1)[1]
+    assert "An example episode" not in plain.system_prompt()
+    assert all(t.instruction != HOUSEHOLD.walkthrough_task for t in TASKS)
+    with pytest.raises(EmbodiedConfigError):
+        EnvironmentSpec(HOUSEHOLD.actions, ATTRIBUTE_NAMES, walkthrough=(("a", "b", "c", "d"),))

@@ -117,7 +117,9 @@ class PlannerConfig:
     :class:`ProgressSignature`, same place, same hand, same changes made to objects, whatever was
     discovered on the way); ``list_calls``: the prompt's
     state block ends with the object calls the step's menu allows (``You can now: pickup(Apple_1), ...``,
-    the ``can`` annotations as calls), just before the model chooses.
+    the ``can`` annotations as calls), just before the model chooses; ``walkthrough``: the system prompt
+    ends with the environment's example episode of another task (``EnvironmentSpec.walkthrough``), if it
+    has one.
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -133,6 +135,7 @@ class PlannerConfig:
     feedback_window: int = 1
     refuse_repeats: bool = True
     list_calls: bool = False
+    walkthrough: bool = False
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -478,13 +481,24 @@ class EmbodiedPlanner:
         if self.objects_line:
             example.append(f"Objects: {objects}")
         example.append(f"Action: {call}")
-        return SYSTEM_PROMPT.format(
+        text = SYSTEM_PROMPT.format(
             instructions=self.spec.instructions,
             context_rule=rule,
             actions="\n".join(lines),
             reply_format="\n".join(menu.format_lines()),
             example="\n".join(example),
         )
+        if self.config.walkthrough and self.spec.walkthrough:
+            shown = [
+                f"An example episode of another task ({self.spec.walkthrough_task}), one reply per step:"
+            ]
+            for thought, objects, call, answer in self.spec.walkthrough:
+                shown.append(f"Thought: {thought}")
+                if self.objects_line:
+                    shown.append(f"Objects: {objects}")
+                shown.extend([f"Action: {call}", f"-> {answer}"])
+            text += "\n" + "\n".join(shown)
+        return text
 
     def context_text(
         self, graph: SceneGraph, subgraph: RetrievedSubgraph | None, menu: ActionMenu | None = None

@@ -235,6 +235,7 @@ def count_along(
         thought_chars=base.thought_chars,
         max_reply_tokens=base.max_reply_tokens,
         list_calls=base.list_calls,
+        walkthrough=base.walkthrough,
     )
     agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph)
     replay = agent.run(
