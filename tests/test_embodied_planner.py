@@ -817,6 +817,13 @@ def test_list_calls_ends_the_prompt_with_the_calls_on_offer() -> None:
         .messages[-1]
         .content
     )
+    # Full-Mem: every object's can already ends its prompt
+    full = Router([act("search", "Fridge")])
+    full_model = ScriptedChatModel([full] * 3, supports_tools=False)
+    EmbodiedPlanner(
+        full_model, "full-mem", HOUSEHOLD, config=PlannerConfig(max_steps=1, list_calls=True)
+    ).run(HouseholdEpisode.create("l_shape", 0, 0), get_task("easy_02"))
+    assert "You can now" not in full.prompts[0][-1].content and "can: moveto" in full.prompts[0][-1].content
 
 
 def test_walkthrough_ends_the_system_prompt_when_asked() -> None:

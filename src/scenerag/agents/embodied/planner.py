@@ -117,7 +117,8 @@ class PlannerConfig:
     :class:`ProgressSignature`, same place, same hand, same changes made to objects, whatever was
     discovered on the way); ``list_calls``: the prompt's
     state block ends with the object calls the step's menu allows (``You can now: pickup(Apple_1), ...``,
-    the ``can`` annotations as calls), just before the model chooses; ``walkthrough``: the system prompt
+    the ``can`` annotations as calls), just before the model chooses (agents shown a task subgraph; for
+    Full-Mem, whose prompt already ends with every object's ``can``, it changes nothing); ``walkthrough``: the system prompt
     ends with the environment's example episode of another task (``EnvironmentSpec.walkthrough``), if it
     has one.
 
@@ -456,6 +457,12 @@ class EmbodiedPlanner:
         return isinstance(self.decider, LLMDecider) and self.decider.native
 
     @property
+    def lists_calls(self) -> bool:
+        """Whether the state block ends with the calls on offer (``list_calls``): for agents shown a part of
+        the graph; Full-Mem's position block, with every object's ``can``, already ends its prompt."""
+        return self.config.list_calls and not self.kind.full_graph_in_prompt
+
+    @property
     def objects_line(self) -> bool:
         """Whether replies name the objects their thought is about (self-query feedback in the reply)."""
         return self.kind.self_queries and not self.native
@@ -708,7 +715,7 @@ class EmbodiedPlanner:
                     step,
                     blocked,
                     graph_head=head,
-                    calls=menu.calls() if self.config.list_calls else (),
+                    calls=menu.calls() if self.lists_calls else (),
                 )
                 try:
                     decision = self.decider.decide(messages, menu)
