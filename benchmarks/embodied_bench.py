@@ -99,7 +99,9 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
         distractors=args.distractors,
         style=args.style,
         seed=args.seed,
-        planner=PlannerConfig(max_steps=args.max_steps),
+        planner=PlannerConfig(
+            max_steps=args.max_steps, list_calls=args.list_calls, walkthrough=args.walkthrough
+        ),
         count_along=count_along,
     )
     embedder = make_embedder(args.embedder, threads=1)
@@ -224,6 +226,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--full", action="store_true", help="all tasks x all distractor settings, 25 steps")
+    parser.add_argument(
+        "--list-calls",
+        action="store_true",
+        help="end each prompt with the object calls the step allows ('You can now: pickup(Apple_1), ...')",
+    )
+    parser.add_argument(
+        "--walkthrough",
+        action="store_true",
+        help="end the system prompt with the environment's example episode of another task",
+    )
     parser.add_argument(
         "--pre-retrieval",
         choices=("llm", "required-types"),

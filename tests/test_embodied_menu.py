@@ -12,6 +12,7 @@ from scenerag.agents.embodied import HOUSEHOLD, AgentKind, EmbodiedConfigError, 
 from scenerag.agents.embodied.menu import ActionMenu, build_menu, call_key
 from scenerag.sim.household.catalog import CATALOG
 
+NEAR = {"isInteractable": True}
 OBJECTS: dict[str, dict[str, Any]] = {
     "Fridge_1": {
         "openable": True,
@@ -19,6 +20,7 @@ OBJECTS: dict[str, dict[str, Any]] = {
         "receptacle": True,
         "pickupable": False,
         "isPickedUp": False,
+        **NEAR,
     },
     "Drawer_2": {
         "openable": True,
@@ -26,11 +28,20 @@ OBJECTS: dict[str, dict[str, Any]] = {
         "receptacle": True,
         "pickupable": False,
         "isPickedUp": False,
+        **NEAR,
     },
-    "LightSwitch_1": {"toggleable": True, "isToggled": False, "pickupable": False, "isPickedUp": False},
-    "Faucet_1": {"toggleable": True, "isToggled": True, "pickupable": False, "isPickedUp": False},
-    "Apple_1": {"pickupable": True, "isPickedUp": False, "sliceable": True, "isSliced": False},
-    "Knife_1": {"pickupable": True, "isPickedUp": True},
+    "LightSwitch_1": {
+        "toggleable": True,
+        "isToggled": False,
+        "pickupable": False,
+        "isPickedUp": False,
+        **NEAR,
+    },
+    "Faucet_1": {"toggleable": True, "isToggled": True, "pickupable": False, "isPickedUp": False, **NEAR},
+    "Apple_1": {"pickupable": True, "isPickedUp": False, "sliceable": True, "isSliced": False, **NEAR},
+    "Knife_1": {"pickupable": True, "isPickedUp": True, **NEAR},
+    # out of reach: only moveto (no manipulation until the robot is next to it)
+    "Mug_3": {"pickupable": True, "isPickedUp": False, "receptacle": True, "isInteractable": False},
 }
 OFFERED = allowed_actions(AgentKind.STRICT, (a.name for a in HOUSEHOLD.actions))
 
@@ -49,19 +60,30 @@ def test_objects_are_offered_by_their_affordances() -> None:
     empty = menu()
     assert ids(empty, "open") == ("Fridge_1",) and ids(empty, "close") == ("Drawer_2",)
     assert ids(empty, "toggleon") == ("LightSwitch_1",) and ids(empty, "toggleoff") == ("Faucet_1",)
-    assert ids(empty, "pickup") == ("Apple_1",)  # the held knife is not offered
-    assert ids(empty, "moveto") == tuple(OBJECTS)  # any object, without affordances
+    # the held knife and the out-of-reach mug are not offered for pickup
+    assert ids(empty, "pickup") == ("Apple_1",)
+    assert ids(empty, "moveto") == ("Mug_3",)  # only what is out of reach (and not held)
     assert empty.affordances() == {
+        "Mug_3": ["moveto"],
         "Fridge_1": ["open"],
         "Drawer_2": ["close"],
         "LightSwitch_1": ["toggleon"],
         "Faucet_1": ["toggleoff"],
         "Apple_1": ["pickup"],
     }
+    assert empty.calls() == [
+        "moveto(Mug_3)",
+        "pickup(Apple_1)",
+        "open(Fridge_1)",
+        "close(Drawer_2)",
+        "toggleon(LightSwitch_1)",
+        "toggleoff(Faucet_1)",
+    ]
     assert ids(empty, "search") == tuple(sorted(CATALOG))  # object types: the search's vocabulary
     # hand rules: nothing held -> no placeon/slice/fill; holding -> no pickup
     assert {"placeon", "slice", "fillheldobjectwithwater", "pourwaterinto"}.isdisjoint(empty.names)
     held = menu(holding=True)
+    # placeon: reachable receptacles only (not the out-of-reach mug)
     assert "pickup" not in held.names and ids(held, "placeon") == ("Fridge_1", "Drawer_2")
     assert ids(held, "slice") == ("Apple_1",)
     assert held.affordances()["Fridge_1"] == ["placeon", "open"] and "Knife_1" not in held.affordances()
@@ -135,7 +157,14 @@ def test_parser_tolerates_form_and_explains_errors() -> None:
     assert m.parse("Thought: x\nAction: search(Egg)").arguments == {"query": "Egg"}
     assert m.parse("Thought: x\nAction: adjustpositioning()").arguments == {}
     assert "not an action you can take now" in (m.parse("Action: fly(Fridge_1)").error or "")
-    assert m.parse("Action: open(Apple_1)").error == "open cannot take 'Apple_1' now; it can take: Fridge_1"
+    assert m.parse("Action: open(Apple_1)").error == (
+        "open cannot take 'Apple_1' now (open needs openable=true, isOpen=false; Apple_1 has no openable, no isOpen); "
+        "it can take: Fridge_1"
+    )
+    assert m.parse("Action: pickup(Mug_3)").error == (
+        "pickup cannot take 'Mug_3' now (pickup needs isInteractable=true; Mug_3 has isInteractable=false); "
+        "it can take: Apple_1"
+    )
     assert "takes open(object_id)" in (m.parse("Action: open()").error or "")
     assert "no 'Action: name(argument)' line" in (m.parse("I would open the fridge.").error or "")
     assert m.parse("Thought: x\nObjects: none\nAction: done()").objects == []

@@ -31,10 +31,12 @@ from scenerag.agents.embodied import (
     summarize,
 )
 from scenerag.agents.embodied.decisions import count_prompt_tokens
+from scenerag.agents.embodied.environment import EnvironmentSpec
+from scenerag.agents.embodied.planner import StableOrder
 from scenerag.llm import LLMError, Message, ScriptedChatModel, ToolCall
 from scenerag.llm.base import estimate_tokens
 from scenerag.retrieval.documents import label_text
-from scenerag.sim.household import ATTRIBUTE_NAMES, HouseholdEnv, get_task
+from scenerag.sim.household import ATTRIBUTE_NAMES, TASKS, HouseholdEnv, get_task
 
 PLANNER = "You are the task planner"
 PRE = "You prepare the memory"
@@ -272,7 +274,20 @@ def test_full_mem_shows_everything_and_rag_only_the_task_subgraph() -> None:
     full_objects = prompt_objects(full_router.prompts[1])
     rag_objects = prompt_objects(rag_router.prompts[1])
     assert len(full_objects) > 50
-    assert all(len(o.attributes) >= len(ATTRIBUTE_NAMES) for o in full_objects.values())  # all attributes
+    # every attribute of every object: the agent-relative ones in the block after the robot's position
+    relative = HOUSEHOLD.agent_relative_attributes
+    assert all(
+        set(o.attributes) >= set(ATTRIBUTE_NAMES) - relative and not set(o.attributes) & relative
+        for o in full_objects.values()
+    )
+    header, near = (
+        full_router.prompts[1][-1].content.split("Now, from where you stand (", 1)[1].split("\n", 1)
+    )
+    assert header == "id: visible, isInteractable, distance; can: actions):"
+    near_lines = dict(line.split(": ", 1) for line in near.splitlines() if not line.startswith("Step "))
+    assert set(near_lines) == set(full_objects)
+    values = [near_lines[i].split(";")[0].split(", ") for i in full_objects]
+    assert all(len(v) == 3 and v[0] in ("true", "false") and float(v[2]) >= 0 for v in values)
     assert [o.cls for o in rag_objects.values()] == ["Fridge"]
     fridge = rag_objects["Fridge_1"]
     assert fridge.where.startswith("at P")
@@ -371,37 +386,76 @@ def test_failures_are_fed_back_and_done_is_checked() -> None:
     assert "act-done" in (model.calls[4].grammar or "")  # the search changed the scene graph
 
 
+def strict_episode(router: Router) -> tuple[EpisodeResult, ScriptedChatModel, HouseholdEpisode]:
+    """An embodiedrag-strict episode of easy_02 (open the fridge) in the l_shape kitchen, 0 distractors,
+    planned by ``router`` through a model that ignores grammars; the episode keeps the simulator's log."""
+    model = ScriptedChatModel([router] * 20, supports_tools=False)
+    agent = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder())
+    episode = HouseholdEpisode.create("l_shape", 0, 0)
+    return agent.run(episode, get_task("easy_02")), model, episode
+
+
 def test_a_failed_action_is_refused_until_something_changes() -> None:
-    """open(Fridge_1) fails (too far); the same call is then left out of the grammar and, from a model that
-    ignores grammars, refused without reaching the simulator; after moveto it is allowed again."""
+    """fillheldobjectwithwater fails (an apple holds no water); the same call is then left out of the grammar
+    and, from a model that ignores grammars, refused without reaching the simulator; after the robot has
+    moved it is allowed again."""
+    router = Router(
+        [
+            act("search", "Apple"),
+            act("pickup", "Apple_1"),
+            act("fillheldobjectwithwater"),
+            act("fillheldobjectwithwater"),
+            act("search", "Fridge"),
+            act("open", "Fridge_1"),
+        ]
+    )
+    result, model, episode = strict_episode(router)
+    assert result.success and result.steps == 6
+    steps = result.trajectory
+    assert steps[2].cause == "not_fillable" and "cannot hold water" in steps[2].observation
+    assert steps[3].refused and steps[3].cause == "refused_repeat" and result.refused_repeats == 1
+    assert (
+        "Refused without trying: fillheldobjectwithwater() already failed at step 3" in steps[3].observation
+    )
+    sent = [a for a, _, _ in episode.env.history]
+    assert sent.count("fillheldobjectwithwater") == 1  # the failure, not the refused repeat
+    planner = [c for c in model.calls if c.messages[0].content.startswith(PLANNER)]
+    fill = '"fillheldobjectwithwater()"'
+    assert planner[2].grammar is not None and fill in planner[2].grammar
+    assert fill not in (planner[3].grammar or "")  # refused: the grammar cannot produce it
+    assert fill not in (planner[4].grammar or "")  # still the same situation after the refusal
+    assert fill in (planner[5].grammar or "")  # moved: same hand, but no longer the same situation
+    fourth = router.prompts[3][-1].content
+    assert "3. fillheldobjectwithwater() -> FAILED: Apple_1 (Apple) cannot hold water" in fourth
+    assert "4. fillheldobjectwithwater() -> REFUSED: Refused without trying" in router.prompts[4][-1].content
+
+
+def test_an_object_out_of_reach_is_offered_only_for_moveto() -> None:
+    """Reach is an affordance: an object the robot cannot reach is on the menu for moveto only, so open
+    on a far fridge is never sent to the simulator (a model that ignores grammars is told what open can
+    take now); once next to it, open is offered and moveto is not."""
     router = Router(
         [
             act("search", "Fridge"),
             act("search", "LightSwitch"),
             act("open", "Fridge_1"),
-            act("open", "Fridge_1"),
             act("moveto", "Fridge_1"),
             act("open", "Fridge_1"),
         ]
     )
-    model = ScriptedChatModel([router] * 20, supports_tools=False)
-    agent = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder())
-    episode = HouseholdEpisode.create("l_shape", 0, 0)
-    result = agent.run(episode, get_task("easy_02"))
-    assert result.success and result.steps == 6
+    result, model, episode = strict_episode(router)
+    assert result.success and result.steps == 5
     steps = result.trajectory
-    assert steps[2].cause == "out_of_reach" and "5.3 m away" in steps[2].observation
-    assert steps[3].refused and steps[3].cause == "refused_repeat" and result.refused_repeats == 1
-    assert "Refused without trying: open(Fridge_1) already failed at step 3" in steps[3].observation
-    sent = [(a, args.get("object_id")) for a, args, _ in episode.env.history]
-    assert sent.count(("open", "Fridge_1")) == 2  # the failure and the success, not the refused repeat
+    assert steps[2].cause == "invalid_reply"
+    assert "open' is not an action you can take now (open needs isInteractable=true" in steps[2].observation
+    assert [a for a, _, _ in episode.env.history].count("open") == 1  # only the reachable one was sent
+    far = prompt_objects(router.prompts[2])["Fridge_1"]
+    near = prompt_objects(router.prompts[4])["Fridge_1"]
+    assert far.attributes["isInteractable"] == "false" and far.can == ["moveto"]
+    assert near.attributes["isInteractable"] == "true" and near.can == ["open"]
     planner = [c for c in model.calls if c.messages[0].content.startswith(PLANNER)]
-    assert planner[2].grammar is not None and 'open-arg0 ::= "Fridge_1"' in planner[2].grammar
-    assert "open-arg0" not in (planner[3].grammar or "")  # refused: the grammar cannot produce it
-    assert 'open-arg0 ::= "Fridge_1"' in (planner[5].grammar or "")  # moved: allowed again
-    fourth = router.prompts[3][-1].content
-    assert "3. open(Fridge_1) -> FAILED: Fridge_1 is 5.3 m away" in fourth
-    assert "4. open(Fridge_1) -> REFUSED: Refused without trying" in router.prompts[4][-1].content
+    assert 'open-arg0 ::= "Fridge_1"' not in (planner[2].grammar or "")
+    assert 'open-arg0 ::= "Fridge_1"' in (planner[4].grammar or "")
 
 
 def test_a_call_that_changed_nothing_is_not_repeated() -> None:
@@ -416,32 +470,33 @@ def test_a_call_that_changed_nothing_is_not_repeated() -> None:
 
 
 def test_a_no_op_is_refused_again_when_the_robot_comes_back_to_the_same_situation() -> None:
-    """Oscillating between two searches changes the robot's place every step; the no-op search at the
-    fridge is still refused once the robot is back at the fridge with nothing else changed."""
-    calls = ["Fridge", "LightSwitch", "Fridge", "Fridge", "LightSwitch", "Fridge", "Fridge"]
+    """A search that changed nothing at the fridge is refused again once the robot is back at the fridge
+    with nothing done in between (going away and back is no progress)."""
+    calls = ["Fridge", "Fridge", "LightSwitch", "Fridge", "Fridge"]
     router = Router([act("search", c) for c in calls])
     result, _ = run("embodiedrag-strict", router, max_steps=len(calls))
     outcomes = [(s.ok, s.refused) for s in result.trajectory]
-    assert outcomes[3] == (True, False) and not result.trajectory[3].graph_changed  # the first no-op
-    assert outcomes[:6] == [(True, False)] * 6  # back and forth: each move changes the situation
-    assert outcomes[6] == (False, True)  # back at the fridge as at step 4: refused
-    assert "search(Fridge) at step 4 changed nothing" in result.trajectory[6].observation
+    assert outcomes[1] == (True, False) and not result.trajectory[1].graph_changed  # the first no-op
+    assert outcomes[:4] == [(True, False)] * 4 and outcomes[4] == (False, True)  # back at the fridge
+    assert "search(Fridge) at step 2 changed nothing" in result.trajectory[4].observation
 
 
 def test_going_round_in_a_loop_is_refused() -> None:
     """Search A, B, A, B, ...: once a search only leads back to a situation already seen, it is refused the
-    next time the robot stands where it was made."""
+    next time the robot stands where it was made, even though the way round discovered new objects
+    (discoveries are not progress: the situation is what the robot has done, where it is, what it holds)."""
     calls = ["Fridge", "LightSwitch", "Fridge", "LightSwitch", "Fridge", "LightSwitch"]
     router = Router([act("search", c) for c in calls])
     result, model = run("embodiedrag-strict", router, max_steps=len(calls))
+    assert "Newly discovered" in result.trajectory[1].observation
     outcomes = [(s.ok, s.refused) for s in result.trajectory]
-    assert outcomes[:5] == [(True, False)] * 5 and outcomes[5] == (False, True)
-    assert "search(LightSwitch) at step 4 only led back to a situation you had already been in" in (
-        result.trajectory[5].observation
+    assert outcomes[:4] == [(True, False)] * 4 and outcomes[4] == (False, True)
+    assert "search(Fridge) at step 3 only led back to a situation you had already been in" in (
+        result.trajectory[4].observation
     )
     planner = [c for c in model.calls if c.messages[0].content.startswith(PLANNER)]
-    grammar = planner[5].grammar or ""
-    assert '"LightSwitch"' not in grammar.split("act-search")[0] and '"Fridge"' in grammar
+    search_rules = (planner[4].grammar or "").split("act-search")[0]
+    assert '"Fridge"' not in search_rules and '"LightSwitch"' in search_rules
 
 
 def test_each_prompt_extends_the_previous_one_up_to_the_state_block() -> None:
@@ -695,3 +750,96 @@ def test_planner_drives_any_environment_described_as_data(native: bool) -> None:
         assert first.grammar is not None
         assert 'switch-arg0 ::= "O1"' in first.grammar and '"wait()"' in first.grammar
         assert "O1 (Lamp): isToggled=false" in first.messages[-1].content
+
+
+def test_objects_the_environment_names_join_the_next_subgraph() -> None:
+    """search(Pan) answers that the pan is likely inside a closed cabinet: the task (open the fridge) does
+    not retrieve cabinets, but the cabinet the answer names is in the next step's context, with the task's
+    attributes and what can be done to it (open), and only for that step."""
+    router = Router([act("search", "Pan"), act("search", "Fridge"), act("open", "Fridge_1")])
+    result, _ = run("embodiedrag-strict", router, max_steps=3)
+    assert result.success
+    first = result.trajectory[0]
+    assert "Open Cabinet_11 to look inside" in first.observation and first.mentions == ["Cabinet_11"]
+    before, after, later = (prompt_objects(p) for p in router.prompts)
+    assert "Cabinet_11" not in before
+    cabinet = after["Cabinet_11"]
+    assert cabinet.attributes == {"isInteractable": "true", "isOpen": "false"} and cabinet.can == ["open"]
+    assert "Cabinet_11" not in later and result.trajectory[1].mentions == ["Fridge_1"]
+
+
+def test_full_mem_prompt_keeps_its_prefix_from_step_to_step() -> None:
+    """Full-Mem's graph lines come before the history, unchanged lines first, and the agent-relative
+    attributes after it: consecutive prompts share everything up to the first line the action changed, so
+    a local model re-evaluates the changed lines, the history and the position block only."""
+    router = Router(
+        [act("search", "Fridge"), act("search", "Egg"), act("getvisibleobjects"), act("open", "Fridge_1")]
+    )
+    result, _ = run("full-mem", router, max_steps=4)
+    assert result.success
+    texts = [p[-1].content for p in router.prompts]
+    heads = [t.split("\nPrevious steps:", 1)[0] for t in texts[1:]]
+    # search(Egg) moved the robot (every distance changed) but changed no object's own line: same head
+    assert heads[1] == heads[0]
+    assert heads[2] == heads[1]
+    for before, after in itertools.pairwise(texts[1:]):
+        shared = next((i for i, (x, y) in enumerate(zip(before, after, strict=False)) if x != y), len(before))
+        assert shared >= len(before.split("\nPrevious steps:", 1)[0])
+    assert "Now, from where you stand (" in texts[-1].rsplit("\nRobot:", 1)[1]
+
+
+def test_stable_order_moves_only_changed_lines_to_the_end() -> None:
+    order = StableOrder()
+    assert [k for k, _ in order.order([("a", "1"), ("b", "1"), ("c", "1")])] == ["a", "b", "c"]
+    assert [k for k, _ in order.order([("a", "2"), ("b", "1"), ("c", "1"), ("d", "1")])] == [
+        "b",
+        "c",
+        "a",
+        "d",
+    ]
+    assert [k for k, _ in order.order([("a", "2"), ("b", "1"), ("d", "1")])] == ["b", "a", "d"]
+    assert [k for k, _ in order.order([("a", "2"), ("b", "3"), ("d", "1")])] == ["a", "d", "b"]
+
+
+def test_list_calls_ends_the_prompt_with_the_calls_on_offer() -> None:
+    router = Router([act("search", "Fridge"), act("open", "Fridge_1")])
+    model = ScriptedChatModel([router] * 10, supports_tools=False)
+    config = PlannerConfig(max_steps=2, list_calls=True)
+    agent = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder(), config=config)
+    result = agent.run(HouseholdEpisode.create("l_shape", 0, 0), get_task("easy_02"))
+    assert result.success
+    last = router.prompts[1][-1].content.splitlines()
+    assert last[-2] == "You can now: open(Fridge_1)." and last[-1].startswith("Step 2 of at most 2.")
+    assert (
+        "You can now"
+        not in run("embodiedrag-strict", Router([act("search", "Fridge")]), max_steps=1)[1]
+        .calls[-1]
+        .messages[-1]
+        .content
+    )
+    # Full-Mem: every object's can already ends its prompt
+    full = Router([act("search", "Fridge")])
+    full_model = ScriptedChatModel([full] * 3, supports_tools=False)
+    EmbodiedPlanner(
+        full_model, "full-mem", HOUSEHOLD, config=PlannerConfig(max_steps=1, list_calls=True)
+    ).run(HouseholdEpisode.create("l_shape", 0, 0), get_task("easy_02"))
+    assert "You can now" not in full.prompts[0][-1].content and "can: moveto" in full.prompts[0][-1].content
+
+
+def test_walkthrough_ends_the_system_prompt_when_asked() -> None:
+    """The walkthrough is static (part of the cached system turn), names another task, and follows the
+    reply format of the agent (an Objects line only for the self-querying agent)."""
+    model = ScriptedChatModel([])
+    on = PlannerConfig(walkthrough=True)
+    feedback = EmbodiedPlanner(model, "embodiedrag-feedback", HOUSEHOLD, embedder=WordEmbedder(), config=on)
+    strict = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder(), config=on)
+    plain = EmbodiedPlanner(model, "embodiedrag-feedback", HOUSEHOLD, embedder=WordEmbedder())
+    text = feedback.system_prompt()
+    tail = text.split("An example episode of another task (Put a book in a drawer.)", 1)[1]
+    assert tail.count("Action: ") == len(HOUSEHOLD.walkthrough) == tail.count("Objects: ")
+    assert "Action: pickup(Book_1)\n-> Picked up Book_1 from Shelf_1." in tail
+    assert "Objects: " not in strict.system_prompt().split("An example episode", 1)[1]
+    assert "An example episode" not in plain.system_prompt()
+    assert all(t.instruction != HOUSEHOLD.walkthrough_task for t in TASKS)
+    with pytest.raises(EmbodiedConfigError):
+        EnvironmentSpec(HOUSEHOLD.actions, ATTRIBUTE_NAMES, walkthrough=(("a", "b", "c", "d"),))

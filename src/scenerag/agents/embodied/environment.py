@@ -93,7 +93,9 @@ class EnvironmentSpec:
     ``shown_attributes``: attributes every object line of a task subgraph shows whatever the task (e.g.
     whether the object is within reach); ``example``: a reply for the prompt's format example as
     ``(thought, objects the thought is about, action call)`` (empty: a generic one is made from the first
-    action)."""
+    action); ``walkthrough``: a short example episode of another task, ``walkthrough_task``, as steps
+    ``(thought, objects, action call, what the environment answered)``, shown in the system prompt when the
+    planner asks for it (``PlannerConfig.walkthrough``)."""
 
     actions: tuple[ActionSpec, ...]
     attribute_names: tuple[str, ...]
@@ -101,6 +103,8 @@ class EnvironmentSpec:
     instructions: str = DEFAULT_INSTRUCTIONS
     shown_attributes: tuple[str, ...] = ()
     example: tuple[str, str, str] = ()
+    walkthrough_task: str = ""
+    walkthrough: tuple[tuple[str, str, str, str], ...] = ()
 
     def reply_example(self) -> tuple[str, str, str]:
         """``example``, or a generic one naming the first action."""
@@ -128,6 +132,13 @@ class EnvironmentSpec:
         object.__setattr__(self, "example", tuple(self.example))
         if self.example and len(self.example) != 3:
             raise EmbodiedConfigError("example is (thought, objects, action call)")
+        object.__setattr__(self, "walkthrough", tuple(tuple(step) for step in self.walkthrough))
+        if any(len(step) != 4 for step in self.walkthrough) or (
+            self.walkthrough and not self.walkthrough_task
+        ):
+            raise EmbodiedConfigError(
+                "walkthrough steps are (thought, objects, action call, answer), with a walkthrough_task"
+            )
         unknown = [a for a in self.shown_attributes if a not in self.attribute_names]
         if unknown:
             raise EmbodiedConfigError(f"shown_attributes are not attribute names: {unknown}")
@@ -144,7 +155,9 @@ class EnvironmentSpec:
 
 class ActionOutcome(Protocol):
     """What executing one action returned. An outcome may also carry ``error``: a short code of why it
-    failed (``out_of_reach``, ...), which the planner records as the failure's cause."""
+    failed (``out_of_reach``, ...), which the planner records as the failure's cause, and ``mentions``: the
+    ids of the discovered objects its message is about (the object found, the receptacle to open first, the
+    switch to turn on), which retrieving agents add to the next step's subgraph."""
 
     @property
     def success(self) -> bool: ...

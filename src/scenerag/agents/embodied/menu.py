@@ -80,6 +80,32 @@ class ActionMenu:
     thought_chars: int = 160
     #: every action the agent may use, offered now or not (to name the arguments of a refused call)
     specs: dict[str, ActionSpec] = field(default_factory=dict)
+    #: object id -> attributes of the objects the step could name (to say which affordance one lacks)
+    objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def unmet(self, name: str, value: str) -> str:
+        """Why action ``name`` cannot take object ``value`` now, in words (``""`` when the menu cannot tell:
+        an unknown action or object): the attribute values its parameter requires that the object lacks."""
+        spec = self.specs.get(name)
+        known = {i.lower(): i for i in self.objects}.get(value.lower())
+        if spec is None or known is None:
+            return ""
+        attributes = self.objects[known]
+        for parameter in spec.parameters:
+            if parameter.kind != "object":
+                continue
+            missing = [(k, v) for k, v in parameter.requires if k not in attributes or attributes[k] != v]
+            if missing:
+                needs = ", ".join(f"{k}={_word(v)}" for k, v in missing)
+                has = ", ".join(
+                    f"{k}={_word(attributes[k])}" if k in attributes else f"no {k}" for k, _ in missing
+                )
+                return f"{name} needs {needs}; {known} has {has}"
+        if spec.hand == "empty":
+            return f"{name} needs an empty hand"
+        if spec.hand == "holding":
+            return f"{name} needs a held object"
+        return ""
 
     @property
     def names(self) -> list[str]:
@@ -99,6 +125,16 @@ class ActionMenu:
                         names = out.setdefault(object_id, [])
                         if item.name not in names:
                             names.append(item.name)
+        return out
+
+    def calls(self) -> list[str]:
+        """The object calls on offer for their affordances, ``action(id)``, grouped by action in menu order
+        (what :meth:`affordances` says per object, as calls)."""
+        out: list[str] = []
+        for item in self.actions:
+            for parameter, ids in item.forms():
+                if ids and parameter.requires and parameter.kind == "object":
+                    out.extend(f"{item.name}({object_id})" for object_id in ids)
         return out
 
     # -- the reply format ------------------------------------------------------------------------------------
@@ -189,12 +225,15 @@ class ActionMenu:
                 return ParsedReply(thought, objects, name, arguments, error=message, refused=True)
         item = self.action(name)
         if item is None:
+            why = self.unmet(name, raw_args[0]) if raw_args else ""
             return ParsedReply(
                 thought,
                 objects,
                 name,
                 {},
-                error=f"{name!r} is not an action you can take now; you can: {', '.join(self.names)}",
+                error=f"{name!r} is not an action you can take now"
+                + (f" ({why})" if why else "")
+                + f"; you can: {', '.join(self.names)}",
             )
         forms = item.forms()
         if len(raw_args) > len(forms) or len(raw_args) < sum(p.required for p, _ in forms):
@@ -211,12 +250,15 @@ class ActionMenu:
                 canonical = {i.lower(): i for i in ids}.get(value.lower())
             if canonical is None:
                 shown = ", ".join(ids[:LISTED_IDS]) + (" ..." if len(ids) > LISTED_IDS else "")
+                why = self.unmet(name, value) if parameter.kind == "object" else ""
                 return ParsedReply(
                     thought,
                     objects,
                     name,
                     {},
-                    error=f"{name} cannot take {value!r} now; it can take: {shown or 'nothing'}",
+                    error=f"{name} cannot take {value!r} now"
+                    + (f" ({why})" if why else "")
+                    + f"; it can take: {shown or 'nothing'}",
                 )
             arguments[parameter.name] = canonical
         return ParsedReply(thought, objects, name, arguments)
@@ -224,6 +266,10 @@ class ActionMenu:
 
 _FIELD = re.compile(r"^\s*(thought|objects)\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
 _ACTION = re.compile(r"action\s*:\s*`?\s*([A-Za-z_]+)\s*\(([^)]*)\)", re.IGNORECASE)
+
+
+def _word(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _field(text: str, name: str) -> str:
@@ -364,7 +410,7 @@ def build_menu(
             usable = False
         if usable:
             actions.append(MenuAction(spec, tuple(choices)))
-    menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs)
+    menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects)
     if not actions:
         fallback = build_menu(specs, offered, objects, holding=holding, objects_line=objects_line)
         fallback.refused = refused

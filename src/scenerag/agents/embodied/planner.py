@@ -23,7 +23,7 @@ Agents: ``react`` (no graph in the prompt; ``getdiscoveredobjects`` returns the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -57,8 +57,12 @@ from scenerag.agents.embodied.subgraph import (
 from scenerag.graph import ontology as ont
 from scenerag.graph.model import Node, SceneGraph
 from scenerag.llm.base import ChatModel, LLMError, Message
+from scenerag.retrieval.documents import label_text
 from scenerag.retrieval.embeddings import Embedder
 from scenerag.retrieval.subgraph import EntityQuery, RetrievedSubgraph, SubgraphConfig
+
+MENTION_SOURCE = "environment"
+"""The ``source`` of the queries for the objects an environment's answer named."""
 
 
 class AgentKind(StrEnum):
@@ -108,8 +112,15 @@ class PlannerConfig:
     ``stop_on_success``: end as soon as the task check passes; ``feedback_window``: steps a self-query
     stays in effect; ``refuse_repeats``: an action that failed, worked but changed nothing, or led back to
     a situation the episode had already been in (going round in a loop), is refused (left out of the
-    grammar, and not sent to the environment) whenever the robot is in that same situation again
-    (:func:`state_signature`: same objects and states, same place, same hand).
+    grammar, and not sent to the environment) whenever the robot is in that same situation again (a
+    failure: :func:`state_signature`, same objects and states, same place, same hand; a no-op or a loop:
+    :class:`ProgressSignature`, same place, same hand, same changes made to objects, whatever was
+    discovered on the way); ``list_calls``: the prompt's
+    state block ends with the object calls the step's menu allows (``You can now: pickup(Apple_1), ...``,
+    the ``can`` annotations as calls), just before the model chooses (agents shown a task subgraph; for
+    Full-Mem, whose prompt already ends with every object's ``can``, it changes nothing); ``walkthrough``: the system prompt
+    ends with the environment's example episode of another task (``EnvironmentSpec.walkthrough``), if it
+    has one.
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -124,6 +135,8 @@ class PlannerConfig:
     stop_on_success: bool = True
     feedback_window: int = 1
     refuse_repeats: bool = True
+    list_calls: bool = False
+    walkthrough: bool = False
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -157,8 +170,14 @@ CONTEXT_RULES: dict[AgentKind, str] = {
         "You are not shown the scene graph: call getdiscoveredobjects to read the full scene graph of "
         "everything discovered so far. " + GRAPH_FORMAT
     ),
-    AgentKind.FULL_MEM: "Every turn shows the full scene graph of everything discovered so far. "
-    + GRAPH_FORMAT,
+    AgentKind.FULL_MEM: (
+        "Every turn shows the full scene graph of everything discovered so far, in two parts. First one line "
+        'per object: "id (class) where: attributes", where is "in X" (inside or on object X), "at P3" (it '
+        'stands at place P3) or "held" (in your hand); a line moves to the end of the list when it changes. '
+        "Then, after your position, the values of the attributes that depend on where you stand (named in "
+        'its header), one line per object: "id: values; can: actions", where "can" lists what the object '
+        "lets you do to it now."
+    ),
     AgentKind.EMBODIED_RAG: (
         "Every turn shows the part of the scene graph relevant to the task, refreshed after every action. "
         "If you need something it does not show, getdiscoveredobjects returns the full scene graph (long). "
@@ -233,17 +252,20 @@ def object_lines(
     always: Sequence[str] = (),
     all_attributes: bool = False,
     affordances: Mapping[str, Sequence[str]] | None = None,
+    exclude: Collection[str] = (),
 ) -> list[str]:
     """One line per object of ``shown`` (a subgraph of ``graph``, or ``graph`` itself): ``id (class) where:
     attributes; can: actions``. Where comes from ``graph`` (the whole discovered scene); the attributes are
-    those ``shown`` keeps (all of them with ``all_attributes``), after the ``always`` ones read from
-    ``graph``; ``affordances`` maps an object id to the actions the step's menu lets it take."""
+    those ``shown`` keeps (all of them with ``all_attributes``) but ``exclude``, after the ``always`` ones
+    read from ``graph``; ``affordances`` maps an object id to the actions the step's menu lets it take."""
     lines: list[str] = []
     for node in shown.nodes(ont.OBJECT):
         full = graph.node(node.symbol) if node.symbol in graph else node
         values: dict[str, Any] = {a: full.attributes[a] for a in always if a in full.attributes}
         source = full.attributes if all_attributes else node.attributes
-        values.update((k, v) for k, v in source.items() if k != ID_ATTRIBUTE and k not in values)
+        values.update(
+            (k, v) for k, v in source.items() if k != ID_ATTRIBUTE and k not in values and k not in exclude
+        )
         where = _where(graph, full)
         text = ", ".join(f"{k}={_value_text(v)}" for k, v in values.items())
         head = f"{object_id(node)} ({node.class_name})" + (f" {where}" if where else "")
@@ -252,6 +274,53 @@ def object_lines(
             text = f"{text}; can: {', '.join(can)}" if text else f"can: {', '.join(can)}"
         lines.append(f"{head}: {text}" if text else head)
     return lines
+
+
+def relative_lines(
+    graph: SceneGraph,
+    attributes: Sequence[str],
+    affordances: Mapping[str, Sequence[str]] | None = None,
+    order: Sequence[str] | None = None,
+) -> list[str]:
+    """One line per object of ``graph``, ``id: values; can: actions``: the values of ``attributes`` (the
+    agent-relative ones, which change whenever the robot moves; a header names them, in this order) and
+    the actions ``affordances`` lists for it; in the order of the object ids ``order`` (default: the
+    graph's)."""
+    nodes = {object_id(n): n for n in graph.nodes(ont.OBJECT)}
+    lines: list[str] = []
+    for name in order if order is not None else list(nodes):
+        node = nodes.get(name)
+        if node is None:
+            continue
+        text = ", ".join(_value_text(node.attributes.get(k, "?")) for k in attributes)
+        can = (affordances or {}).get(name)
+        if can:
+            text = f"{text}; can: {', '.join(can)}" if text else f"can: {', '.join(can)}"
+        lines.append(f"{name}: {text}")
+    return lines
+
+
+class StableOrder:
+    """Orders keyed lines so that what has not changed comes first: a line keeps its place while its text
+    stays the same, and goes to the end (after the lines that changed earlier) when it first appears or
+    changes. Successive orderings of a slowly changing set of lines then share a long common prefix, which
+    a local model keeps in its cache. One per episode."""
+
+    def __init__(self) -> None:
+        self._since: dict[str, tuple[str, int]] = {}
+        self._tick = 0
+
+    def order(self, lines: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """``lines`` (key, text) in stable order; keys absent now are forgotten."""
+        self._tick += 1
+        rank = {key: i for i, (key, _) in enumerate(lines)}
+        for key, text in lines:
+            known = self._since.get(key)
+            if known is None or known[0] != text:
+                self._since[key] = (text, self._tick)
+        for key in [k for k in self._since if k not in rank]:
+            del self._since[key]
+        return sorted(lines, key=lambda kv: (self._since[kv[0]][1], rank[kv[0]]))
 
 
 def _held_id(graph: SceneGraph) -> str | None:
@@ -293,6 +362,40 @@ def state_signature(graph: SceneGraph, ignore: Iterable[str] = ()) -> int:
     )
     agents = sorted((a.symbol, repr(a.attributes.get("place"))) for a in graph.nodes(ont.AGENT))
     return hash((tuple(objects), tuple(edges), tuple(agents)))
+
+
+class ProgressSignature:
+    """What the robot has *done* so far, as a hash: its place, what it holds, and every object whose own
+    state (attributes but ``ignore``, the agent-relative ones; its containment) differs from the state it
+    had when first seen. Unlike :func:`state_signature`, discovering objects does not change it, so
+    navigating in a circle that happens to reveal new objects still comes back to the same situation.
+    One per episode (it remembers each object's first-seen state)."""
+
+    def __init__(self, ignore: Iterable[str] = ()) -> None:
+        self.ignore = frozenset(ignore)
+        self.first: dict[str, int] = {}
+
+    def __call__(self, graph: SceneGraph) -> int:
+        changed: list[tuple[str, int]] = []
+        for node in graph.nodes(ont.OBJECT):
+            own = hash(
+                (
+                    tuple(sorted((k, repr(v)) for k, v in node.attributes.items() if k not in self.ignore)),
+                    tuple(sorted(p.symbol for p in graph.parents(node.symbol, ont.CONTAINS))),
+                    tuple(sorted(p.symbol for p in graph.parents(node.symbol, HOLDS))),
+                )
+            )
+            if self.first.setdefault(node.symbol, own) != own:
+                changed.append((node.symbol, own))
+        agents = sorted(
+            (
+                a.symbol,
+                repr(a.attributes.get("place")),
+                tuple(sorted(c.symbol for c in graph.children(a.symbol, HOLDS))),
+            )
+            for a in graph.nodes(ont.AGENT)
+        )
+        return hash((tuple(sorted(changed)), tuple(agents)))
 
 
 class EmbodiedPlanner:
@@ -354,6 +457,12 @@ class EmbodiedPlanner:
         return isinstance(self.decider, LLMDecider) and self.decider.native
 
     @property
+    def lists_calls(self) -> bool:
+        """Whether the state block ends with the calls on offer (``list_calls``): for agents shown a part of
+        the graph; Full-Mem's position block, with every object's ``can``, already ends its prompt."""
+        return self.config.list_calls and not self.kind.full_graph_in_prompt
+
+    @property
     def objects_line(self) -> bool:
         """Whether replies name the objects their thought is about (self-query feedback in the reply)."""
         return self.kind.self_queries and not self.native
@@ -379,13 +488,24 @@ class EmbodiedPlanner:
         if self.objects_line:
             example.append(f"Objects: {objects}")
         example.append(f"Action: {call}")
-        return SYSTEM_PROMPT.format(
+        text = SYSTEM_PROMPT.format(
             instructions=self.spec.instructions,
             context_rule=rule,
             actions="\n".join(lines),
             reply_format="\n".join(menu.format_lines()),
             example="\n".join(example),
         )
+        if self.config.walkthrough and self.spec.walkthrough:
+            shown = [
+                f"An example episode of another task ({self.spec.walkthrough_task}), one reply per step:"
+            ]
+            for thought, objects, call, answer in self.spec.walkthrough:
+                shown.append(f"Thought: {thought}")
+                if self.objects_line:
+                    shown.append(f"Objects: {objects}")
+                shown.extend([f"Action: {call}", f"-> {answer}"])
+            text += "\n" + "\n".join(shown)
+        return text
 
     def context_text(
         self, graph: SceneGraph, subgraph: RetrievedSubgraph | None, menu: ActionMenu | None = None
@@ -395,8 +515,8 @@ class EmbodiedPlanner:
         always = self.spec.shown_attributes
         can = menu.affordances() if menu is not None else None
         if self.kind.full_graph_in_prompt:
-            lines = object_lines(graph, graph, all_attributes=True, affordances=can)
-            return "Scene graph (everything discovered so far):\n" + "\n".join(lines), len(lines)
+            head, tail, count = self.full_graph_blocks(graph, menu)
+            return f"{head}\n{tail}", count
         if subgraph is not None:
             discovered = sum(1 for _ in graph.nodes(ont.OBJECT))
             lines = object_lines(subgraph.graph, graph, always=always, affordances=can)
@@ -406,6 +526,27 @@ class EmbodiedPlanner:
                 len(lines),
             )
         return "Scene graph: not shown (call getdiscoveredobjects to read it).", 0
+
+    def full_graph_blocks(
+        self, graph: SceneGraph, menu: ActionMenu | None = None, order: StableOrder | None = None
+    ) -> tuple[str, str, int]:
+        """Full-Mem's scene graph in two blocks: every object's line without the agent-relative attributes
+        (in ``order``'s stable order: unchanged lines first), and the agent-relative attributes with the
+        object's actions on ``menu`` (``id: attributes; can: actions``), which change whenever the robot
+        moves; and the number of objects. The first block goes before the history and the second after
+        it, so the prompt's prefix stays the same from step to step except for the lines that changed."""
+        relative = self.spec.agent_relative_attributes
+        nodes = list(graph.nodes(ont.OBJECT))
+        ids = [object_id(n) for n in nodes]
+        lines = list(zip(ids, object_lines(graph, graph, all_attributes=True, exclude=relative), strict=True))
+        if order is not None:
+            lines = order.order(lines)
+        can = menu.affordances() if menu is not None else None
+        fields = [k for k in (nodes[0].attributes if nodes else {}) if k in relative]
+        tail = relative_lines(graph, fields, can, [key for key, _ in lines])
+        head = "Scene graph (everything discovered so far):\n" + "\n".join(text for _, text in lines)
+        near = f"Now, from where you stand (id: {', '.join(fields)}; can: actions):\n" + "\n".join(tail)
+        return head, near, len(lines)
 
     def candidates(self, graph: SceneGraph, subgraph: RetrievedSubgraph | None) -> dict[str, dict[str, Any]]:
         """Object id -> attributes (as the robot knows them) of what this step's actions may name: the objects
@@ -451,18 +592,25 @@ class EmbodiedPlanner:
         history: Sequence[StepRecord],
         step: int,
         refused: Iterable[str] = (),
+        graph_head: str = "",
+        calls: Sequence[str] = (),
     ) -> list[Message]:
-        """The prompt of one planning step: system rules, then the task and the history (actions and what they
+        """The prompt of one planning step: system rules, then the task, ``graph_head`` (Full-Mem's slowly
+        changing scene-graph block, see :meth:`full_graph_blocks`) and the history (actions and what they
         returned; lines never change once written, so the prompt grows by suffix), and last the current
-        state: the robot, the step's scene-graph context, the calls refused in this situation (``refused``)
-        and the step counter."""
+        state: the robot, the step's scene-graph context, the object calls on offer (``calls``, with
+        ``list_calls``), the calls refused in this situation (``refused``) and the step counter."""
         lines = [f"Task: {task.instruction}"]
+        if graph_head:
+            lines.append(graph_head)
         window = list(history)[-self.config.history_steps :] if self.config.history_steps else []
         if window:
             lines.append("Previous steps:")
             latest_full = max((r.step for r in window if r.full_graph_request and r.ok), default=None)
             lines.extend(self.history_line(r, full=r.step == latest_full) for r in window)
         lines.extend([robot_line(graph), context])
+        if calls:
+            lines.append("You can now: " + ", ".join(calls) + ".")
         blocked = list(dict.fromkeys(refused))
         if blocked:
             lines.append(
@@ -503,10 +651,14 @@ class EmbodiedPlanner:
         index: SceneIndex | None = None
         retriever: TaskRetriever | None = None
         feedback_attributes: tuple[str, ...] = ()
+        mention_attributes: tuple[str, ...] = ()
         required = set(task.required_types)
         retrieved_ever: set[str] = set()
         failures: dict[tuple[CallKey, int], _Failure] = {}  # by (call, state signature)
-        visited = {state_signature(graph, self.spec.agent_relative_attributes)}
+        progress = ProgressSignature(self.spec.agent_relative_attributes)
+        visited = {progress(graph)}
+        noops: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature)
+        order = StableOrder()  # Full-Mem: unchanged graph lines first, so the prompt keeps its prefix
         ignore = self.spec.agent_relative_attributes
         try:
             if self.kind.retrieves:
@@ -519,6 +671,10 @@ class EmbodiedPlanner:
                 result.retrieval_usage = result.retrieval_usage + pre_retrieval.usage
                 feedback_attributes = tuple(
                     dict.fromkeys(a for e in pre_retrieval.entities for a in e.attributes)
+                )
+                # what a named object shows: the task's attributes and those a receptacle shows (isOpen)
+                mention_attributes = tuple(
+                    dict.fromkeys((*feedback_attributes, *self.subgraph_config.connector_attributes))
                 )
                 retriever = TaskRetriever(
                     index,
@@ -539,15 +695,28 @@ class EmbodiedPlanner:
                         result.required_retrieved_first = sorted(classes)
                         result.required_discovered_first = sorted(_object_classes(graph) & required)
                 state = state_signature(graph, ignore)
-                refused = (
-                    {k: _refusal(f) for (k, sig), f in failures.items() if sig == state}
-                    if self.config.refuse_repeats
-                    else {}
-                )
+                done_so_far = progress(graph)
+                standing = [(k, f) for (k, sig), f in failures.items() if sig == state] + [
+                    (k, f) for (k, sig), f in noops.items() if sig == done_so_far
+                ]
+                refused = {k: _refusal(f) for k, f in standing} if self.config.refuse_repeats else {}
                 menu = self.menu(graph, subgraph, refused)
-                context, context_nodes = self.context_text(graph, subgraph, menu)
-                blocked = [f.call for (_, sig), f in failures.items() if sig == state] if refused else []
-                messages = self.step_messages(task, graph, context, result.trajectory, step, blocked)
+                head = ""
+                if self.kind.full_graph_in_prompt:
+                    head, context, context_nodes = self.full_graph_blocks(graph, menu, order)
+                else:
+                    context, context_nodes = self.context_text(graph, subgraph, menu)
+                blocked = [f.call for _, f in standing] if refused else []
+                messages = self.step_messages(
+                    task,
+                    graph,
+                    context,
+                    result.trajectory,
+                    step,
+                    blocked,
+                    graph_head=head,
+                    calls=menu.calls() if self.lists_calls else (),
+                )
                 try:
                     decision = self.decider.decide(messages, menu)
                 except LLMError as exc:
@@ -564,7 +733,7 @@ class EmbodiedPlanner:
                     ok=False,
                     observation="",
                     context_nodes=context_nodes,
-                    context_chars=len(context),
+                    context_chars=len(head) + len(context),
                     input_tokens=decision.usage.input_tokens,
                     output_tokens=decision.usage.output_tokens,
                     planner_s=decision.seconds,
@@ -593,16 +762,21 @@ class EmbodiedPlanner:
                     record.graph_changed = not diff.is_empty
                     if index is not None:
                         record.index_update = index.apply(graph, diff).to_dict()
+                    if retriever is not None:
+                        retriever.set_mentions(mention_queries(graph, record.mentions, mention_attributes))
                     if record.full_graph_request and record.ok:
                         lines = object_lines(graph, graph, all_attributes=True)
                         record.observation = (
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
                     elif record.ok:
-                        after = state_signature(graph, ignore)
-                        if after == state or after in visited:  # changed nothing, or went round in a loop
-                            failures[(key, state)] = _Failure(
-                                step, format_call(record.action, record.arguments), "", loop=after != state
+                        after = progress(graph)
+                        if after == done_so_far or after in visited:  # changed nothing, or a loop
+                            noops[(key, done_so_far)] = _Failure(
+                                step,
+                                format_call(record.action, record.arguments),
+                                "",
+                                loop=after != done_so_far,
                             )
                         visited.add(after)
                 finished = finished or (self.config.stop_on_success and task.check(env.world))
@@ -683,6 +857,7 @@ class EmbodiedPlanner:
         outcome = env.execute(action, decision.arguments)
         record.ok = outcome.success
         record.observation = outcome.message
+        record.mentions = [str(m) for m in getattr(outcome, "mentions", ()) or ()]
         if not outcome.success:
             result.failed_actions += 1
             code = getattr(outcome, "error", None)
@@ -708,6 +883,27 @@ def _refusal(failure: _Failure) -> str:
         f"Refused without trying: {failure.call} already failed at step {failure.step + 1} "
         f"({_clip(failure.reason, 160)}) in the same situation as now. Choose a different action."
     )
+
+
+def mention_queries(
+    graph: SceneGraph, object_ids: Iterable[str], attributes: Sequence[str]
+) -> list[EntityQuery]:
+    """One query per discovered object of ``object_ids`` (those the environment's answer named): its class
+    label as text, filtered to its id, with the task's ``attributes`` (environment feedback)."""
+    by_id = {object_id(n): n for n in graph.nodes(ont.OBJECT)}
+    out: list[EntityQuery] = []
+    for name in dict.fromkeys(object_ids):
+        node = by_id.get(name)
+        if node is not None:
+            out.append(
+                EntityQuery(
+                    label_text(node.class_name),
+                    tuple(attributes),
+                    {ID_ATTRIBUTE: name},
+                    source=MENTION_SOURCE,
+                )
+            )
+    return out
 
 
 def _robot_and_held(graph: SceneGraph) -> list[str]:

@@ -45,6 +45,8 @@ class StepRecord:
     objects: list[str] = field(default_factory=list)
     #: the call repeated a failure with nothing changed since and was not sent to the environment
     refused: bool = False
+    #: the discovered objects the environment's answer named (they join the next step's subgraph)
+    mentions: list[str] = field(default_factory=list)
     #: why the step failed: the environment's error code (``out_of_reach``, ...), ``invalid_reply``,
     #: ``refused_repeat``, ``not_complete`` (done too early), ``full_graph_refused``; None when it worked
     cause: str | None = None

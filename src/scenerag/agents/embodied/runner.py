@@ -234,6 +234,8 @@ def count_along(
         observation_chars=base.observation_chars,
         thought_chars=base.thought_chars,
         max_reply_tokens=base.max_reply_tokens,
+        list_calls=base.list_calls,
+        walkthrough=base.walkthrough,
     )
     agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph)
     replay = agent.run(

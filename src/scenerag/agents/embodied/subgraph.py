@@ -5,8 +5,9 @@ Contract: ``SceneIndex.apply(graph, diff)`` makes its ``EntityStore`` reflect ``
 nodes a ``GraphChanges`` (e.g. the household simulator's ``SceneGraphDiff``) names (new nodes embedded,
 changed ones re-indexed — a state change is metadata only, since an entity's text is its class label —,
 removed ones deleted). ``TaskRetriever.retrieve(graph)`` runs the pre-retrieved queries plus the self-query
-queries of the last ``feedback_window`` steps against the current index and returns the induced subgraph
-with only the task-relevant attributes.
+queries of the last ``feedback_window`` steps and the queries for the objects the environment's last
+answer named (``set_mentions``: each an id filter) against the current index and returns the induced
+subgraph with only the task-relevant attributes.
 """
 
 from __future__ import annotations
@@ -159,13 +160,21 @@ class TaskRetriever:
         self.base_queries = list(queries)
         self.config = config or default_subgraph_config()
         self.feedback: deque[list[EntityQuery]] = deque(maxlen=feedback_window)
+        self.mentions: list[EntityQuery] = []
 
     def add_feedback(self, queries: Sequence[EntityQuery]) -> None:
         """Queries from the latest thought; they replace those older than ``feedback_window`` steps."""
         self.feedback.append(list(queries))
 
+    def set_mentions(self, queries: Sequence[EntityQuery]) -> None:
+        """Queries for the objects the environment's last answer named (environment feedback); they
+        replace the previous ones."""
+        self.mentions = list(queries)
+
     def queries(self) -> list[EntityQuery]:
-        return merge_queries([*self.base_queries, *(q for step in self.feedback for q in step)])
+        return merge_queries(
+            [*self.base_queries, *(q for step in self.feedback for q in step), *self.mentions]
+        )
 
     def retrieve(self, graph: SceneGraph, *, always_include: Iterable[str] = ()) -> RetrievedSubgraph:
         return retrieve_subgraph(

@@ -41,6 +41,13 @@ class ActionResult:
         value = self.observation.get("error")
         return None if value is None else str(value)
 
+    @property
+    def mentions(self) -> list[str]:
+        """The discovered objects the action's own message names (the object found, the receptacle to open,
+        the faucet to switch on, ...), in the order named, at most ``MAX_MENTIONS``; the lists of newly
+        discovered objects and rule effects appended to the message are not counted."""
+        return list(self.observation.get("mentions", ()))
+
 
 @dataclass
 class Outcome:
@@ -104,6 +111,12 @@ ACTIONS: dict[str, ActionSpec] = {}
 _OBJECT = Parameter(
     "object_id", "id of a discovered object, e.g. 'Mug_1' (its node symbol such as 'O12' works too)"
 )
+
+
+IN_REACH: tuple[str, Any] = ("isInteractable", True)
+"""The affordance every manipulation shares: the object is within arm's reach and not shut in a closed
+receptacle (``isInteractable``, agent-relative, current at every observation)."""
+OUT_OF_REACH: tuple[str, Any] = ("isInteractable", False)
 
 
 def _object(*requires: tuple[str, Any]) -> Parameter:
@@ -336,7 +349,7 @@ def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
 @_action(
     "moveto",
     "Go next to a discovered object (or the receptacle holding it): objects must be within reach to act on.",
-    _OBJECT,
+    _object(OUT_OF_REACH, ("isPickedUp", False)),
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
@@ -491,7 +504,7 @@ def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outco
 @_action(
     "pickup",
     "Pick up a reachable object; the hand must be empty.",
-    _object(("pickupable", True), ("isPickedUp", False)),
+    _object(("pickupable", True), ("isPickedUp", False), IN_REACH),
     hand="empty",
 )
 def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -519,7 +532,7 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
     Parameter(
         "receptacle_id",
         "id of the discovered receptacle, e.g. 'CounterTop_2'",
-        requires=(("receptacle", True),),
+        requires=(("receptacle", True), ("isPickedUp", False), IN_REACH),
     ),
     hand="holding",
 )
@@ -569,7 +582,7 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
 @_action(
     "open",
     "Open a reachable fridge, cabinet, drawer, microwave...",
-    _object(("openable", True), ("isOpen", False)),
+    _object(("openable", True), ("isOpen", False), IN_REACH),
 )
 def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
@@ -589,7 +602,7 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     return Outcome(True, f"Opened {target}.{note}{inside}")
 
 
-@_action("close", "Close a reachable open object.", _object(("openable", True), ("isOpen", True)))
+@_action("close", "Close a reachable open object.", _object(("openable", True), ("isOpen", True), IN_REACH))
 def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -624,7 +637,7 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
     "toggleon",
     "Switch on a reachable faucet, stove knob, microwave, toaster, coffee machine or light switch (a stove "
     "burner is switched by its StoveKnob).",
-    _object(("toggleable", True), ("isToggled", False)),
+    _object(("toggleable", True), ("isToggled", False), IN_REACH),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
     return _switch(env, object_id, True)
@@ -633,7 +646,7 @@ def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
 @_action(
     "toggleoff",
     "Switch off a reachable object.",
-    _object(("toggleable", True), ("isToggled", True)),
+    _object(("toggleable", True), ("isToggled", True), IN_REACH),
 )
 def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
     return _switch(env, object_id, False)
@@ -642,7 +655,7 @@ def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
 @_action(
     "slice",
     "Slice a reachable bread, tomato, lettuce, apple or potato while holding a knife.",
-    _object(("sliceable", True), ("isSliced", False)),
+    _object(("sliceable", True), ("isSliced", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
 def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -698,7 +711,7 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 @_action(
     "pourwaterinto",
     "Pour the held liquid into a reachable plant or empty container.",
-    _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False)),
+    _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
 def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -795,6 +808,22 @@ def _effects_text(changes: list[StateChange]) -> str:
     return "; ".join(f"{c.object_id} {c.attribute}={c.new}" for c in changes)
 
 
+MAX_MENTIONS = 4
+_OBJECT_ID = re.compile(r"\b[A-Z][A-Za-z]*_\d+\b")
+
+
+def mentioned_objects(env: HouseholdEnv, text: str, limit: int = MAX_MENTIONS) -> list[str]:
+    """The discovered object ids ``text`` names, in order of first mention, at most ``limit``."""
+    out: list[str] = []
+    for match in _OBJECT_ID.finditer(text):
+        object_id = match.group(0)
+        if object_id not in out and env.is_discovered(object_id):
+            out.append(object_id)
+            if len(out) == limit:
+                break
+    return out
+
+
 def execute(env: HouseholdEnv, name: Any, arguments: Any = None) -> ActionResult:
     """Validate and run one action on ``env`` and observe; planner mistakes come back as failed results."""
     spec, kwargs, outcome = _validate(name, arguments)
@@ -823,6 +852,7 @@ def execute(env: HouseholdEnv, name: Any, arguments: Any = None) -> ActionResult
             "heading_deg": round(math.degrees(world.agent.heading), 1),
             "holding": world.agent.held,
         },
+        "mentions": mentioned_objects(env, outcome.message),
         "visible_objects": [o for o in world.objects if o in env.visible],
         "new_objects": new,
         "effects": [
