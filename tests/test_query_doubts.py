@@ -12,6 +12,19 @@ from scenerag.store import CypherStore
 store = hydra_store_fixture("doubts")
 
 
+def sent_back_then_kept(
+    store: CypherStore, question: str, doubted: str, right: str, answer: str, says: str
+) -> None:
+    """``doubted`` (whose answer is ``answer``) goes back to the model with ``says`` in the correction, and the
+    model's ``right`` query is taken; written again after the doubt, ``doubted`` is kept."""
+    agent, model = scripted_agent(store, [doubted, right], measure_form=False)
+    result = agent.run(question, answer_type="string")
+    assert result.answer not in (None, answer, f"<{answer}>") and len(model.calls) == 2
+    assert says in model.calls[1].messages[-1].content
+    agent, _ = scripted_agent(store, [doubted, doubted], measure_form=False)
+    assert agent.run(question, answer_type="string").answer == answer
+
+
 def test_ranked_count_query_counts_what_the_ordering_clause_ranks() -> None:
     q = "MATCH (o:Object {class: 'food'}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
     assert ranked_count_query(q) == (
@@ -49,13 +62,9 @@ def test_a_ranking_over_the_reference_itself_is_sent_back(
         "MATCH (f:Object {class: 'food'}), (o:Object) WHERE o <> f "
         "RETURN o.nodeSymbol ORDER BY point.distance(o.center, f.center) DESC LIMIT 1"
     )
-    agent, model = scripted_agent(store, [idle, right], measure_form=False)
-    result = agent.run("Which object is the farthest away from the food?", answer_type="string")
-    assert result.answer not in (None, food, f"<{food}>") and len(model.calls) == 2
-    assert "chooses nothing" in model.calls[1].messages[-1].content
-    # written again after the doubt, the query is kept
-    agent, model = scripted_agent(store, [idle, idle], measure_form=False)
-    assert agent.run("Which object is the farthest away from the food?", answer_type="string").answer == food
+    sent_back_then_kept(
+        store, "Which object is the farthest away from the food?", idle, right, food, "chooses nothing"
+    )
 
 
 def test_several_numbers_where_one_is_asked_for_are_sent_back(store: CypherStore) -> None:
@@ -82,12 +91,9 @@ def test_the_only_member_of_a_named_class_given_back_is_sent_back(
         "MATCH (x:Object {class: 'bed'}), (o:Object) WHERE o <> x "
         "RETURN o.nodeSymbol ORDER BY point.distance(x.center, o.center) LIMIT 1"
     )
-    agent, model = scripted_agent(store, [echo, right], measure_form=False)
-    result = agent.run("what's the object closest to the bed?", answer_type="string")
-    assert result.answer not in (None, bed) and len(model.calls) == 2
-    assert f"It returned {bed} (the only bed)" in model.calls[1].messages[-1].content
-    agent, model = scripted_agent(store, [echo, echo], measure_form=False)
-    assert agent.run("what's the object closest to the bed?", answer_type="string").answer == bed
+    sent_back_then_kept(
+        store, "what's the object closest to the bed?", echo, right, bed, f"It returned {bed} (the only bed)"
+    )
     # a class of several nodes names none of them: no echo
     many = "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
     agent, model = scripted_agent(store, [many])

@@ -713,20 +713,21 @@ class CypherAgent:
         reply = resp.message.content.strip()
         state.result.context["form"] = reply
         form = parse_form(reply)
-        if form is not None:
-            # "trash can O30": measured from the node the question names, not from every node of its class
-            named = [
-                link.value
-                for link in links
-                if link.key == ont.SYMBOL_KEY and form.ref.lower() in self._own_classes(link.value)
-            ]
-            if len(named) == 1:
-                form = dataclasses.replace(form, ref=named[0])
-        cypher = forms.compile(form) if form is not None else None
+        if form is None:
+            return None
+        # "trash can O30": measured from the node the question names, not from every node of its class
+        named = [
+            link.value
+            for link in links
+            if link.key == ont.SYMBOL_KEY and form.ref.lower() in self._own_classes(link.value)
+        ]
+        if len(named) == 1:
+            form = dataclasses.replace(form, ref=named[0])
+        cypher = forms.compile(form)
         if cypher is None:
             return None
         outcome = self._evaluate(state, reply, cypher, question, answer_type, links)
-        outcome.notes.append(f"built from the distance form: {form.render() if form else reply}")
+        outcome.notes.append(f"built from the distance form: {form.render()}")
         return outcome
 
     def _answer_by_plan(self, state: RunState, question: str, answer_type: str | None) -> bool:

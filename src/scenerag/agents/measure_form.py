@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from scenerag.agents.examples import GraphRoles
 from scenerag.agents.linking import Link
 from scenerag.agents.plan import _slots
+from scenerag.agents.query_repair import cypher_string
 from scenerag.agents.words import Words, fill_templates
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
@@ -190,13 +191,13 @@ class MeasureForms:
             if room is not None and room not in self.rooms:
                 return None
         sym, cls, center = ont.SYMBOL_KEY, ont.CLASS_KEY, ont.CENTER_KEY
-        target = f"(x:`{form.find}`{'' if form.cls == ANY else f' {{{cls}: {_quote(form.cls)}}}'})"
+        target = f"(x:`{form.find}`{'' if form.cls == ANY else f' {{{cls}: {cypher_string(form.cls)}}}'})"
         contains = f"-[:{ont.CONTAINS}*]->"
         lines = [
-            f"MATCH (t {{{sym}: {_quote(form.inside)}}}){contains}{target}"
+            f"MATCH (t {{{sym}: {cypher_string(form.inside)}}}){contains}{target}"
             if form.inside
             else f"MATCH {target}",
-            f"MATCH (f {{{sym}: {_quote(form.ref_inside)}}}){contains}{ref}"
+            f"MATCH (f {{{sym}: {cypher_string(form.ref_inside)}}}){contains}{ref}"
             if form.ref_inside
             else f"MATCH {ref}",
         ]
@@ -207,7 +208,6 @@ class MeasureForms:
             order = "ASC" if form.rank == "nearest" else "DESC"
             lines.append(f"WITH x, min({distance}) AS d ORDER BY d {order} LIMIT 1")
             value = {"id": f"x.{sym}", "class": f"x.{cls}", "distance": "d"}[form.answer]
-            lines.append(f"RETURN {value}")
         else:
             value = {
                 "id": f"DISTINCT x.{sym}",
@@ -215,8 +215,7 @@ class MeasureForms:
                 "count": "count(DISTINCT x)",
                 "distance": f"min({distance})",
             }[form.answer]
-            lines.append(f"RETURN {value}")
-        return " ".join(lines)
+        return " ".join([*lines, f"RETURN {value}"])
 
     def _reference(self, ref: str) -> str | None:
         """The node pattern ``ref`` (a symbol, or a class of a layer with a centre) names, or None."""
@@ -227,13 +226,9 @@ class MeasureForms:
                 ).rows
             except SceneRagError:
                 return None
-            return f"(ref {{{ont.SYMBOL_KEY}: {_quote(ref)}}})" if rows and rows[0].get("n") else None
+            return f"(ref {{{ont.SYMBOL_KEY}: {cypher_string(ref)}}})" if rows and rows[0].get("n") else None
         first = [label for label in (self.roles.leaf, self.roles.region) if label in self.labels]
         for label in first + [label for label in self.labels if label not in first]:
             if ref in self.classes.get(label, []):
-                return f"(ref:`{label}` {{{ont.CLASS_KEY}: {_quote(ref)}}})"
+                return f"(ref:`{label}` {{{ont.CLASS_KEY}: {cypher_string(ref)}}})"
         return None
-
-
-def _quote(value: str | None) -> str:
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -26,7 +26,8 @@ from scenerag.store.cypher import Token, tokenize
 from scenerag.store.schema import GraphSchema
 
 
-def _quote(value: str) -> str:
+def cypher_string(value: str) -> str:
+    """``value`` as a single-quoted Cypher string literal (backslashes and quotes escaped)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -58,9 +59,9 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
             label, key, value = owner
             if is_op(i + 1, "{"):
                 sep = "" if is_op(i + 2, "}") else ", "
-                edits.append((tok.start, toks[i + 1].end, f"{label} {{{key}: {_quote(value)}{sep}"))
+                edits.append((tok.start, toks[i + 1].end, f"{label} {{{key}: {cypher_string(value)}{sep}"))
             else:
-                edits.append((tok.start, tok.end, f"{label} {{{key}: {_quote(value)}}}"))
+                edits.append((tok.start, tok.end, f"{label} {{{key}: {cypher_string(value)}}}"))
             notes.append(
                 f"{tok.text} is not a label: rewrote (:{tok.text}) as (:{label} {{{key}: '{value}'}})"
             )
@@ -87,7 +88,7 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
             if owner is None and key_tok is not None and key_tok.text == ont.SYMBOL_KEY:
                 inner = [w for w in literal.split() if ont.has_symbol_shape(w)]
                 if len(inner) == 1 and inner[0] != literal:  # {nodeSymbol: 'hallway R2'}
-                    edits.append((tok.start, tok.end, _quote(inner[0])))
+                    edits.append((tok.start, tok.end, cypher_string(inner[0])))
                     notes.append(f"'{literal}' is no node symbol: matched its symbol '{inner[0]}'")
             if owner is None:
                 continue
@@ -96,7 +97,7 @@ def repair_query(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
                 edits.append((key_tok.start, key_tok.end, ont.CLASS_KEY))
                 notes.append(f"'{literal}' is a class, not a nodeSymbol: matched it on class")
             if value != literal:
-                edits.append((tok.start, tok.end, _quote(value)))
+                edits.append((tok.start, tok.end, cypher_string(value)))
                 notes.append(f"'{literal}' is not a stored value: used '{value}'")
     if not edits:
         return query, notes
@@ -140,7 +141,7 @@ def repair_mentions(
         )
         if named_by and node_label in (None, label):
             edits.append((key_tok.start, key_tok.end, key))
-            edits.append((tok.start, tok.end, _quote(value)))
+            edits.append((tok.start, tok.end, cypher_string(value)))
             notes.append(f"'{literal}' is {label} {key} '{value}' in this graph: matched {key} = '{value}'")
             continue
         if toks[i - 1].text != ":" or not _in_map(toks, i):
@@ -347,7 +348,7 @@ def repair_symbol_layers(
         actual = symbol_labels.get(symbol)
         if actual is None or actual == label or label not in schema.node_counts:
             return None
-        pin = f"(:{actual} {{{ont.SYMBOL_KEY}: {_quote(symbol)}}})"
+        pin = f"(:{actual} {{{ont.SYMBOL_KEY}: {cypher_string(symbol)}}})"
         down = _hop(schema, label, actual)
         if down is not None:
             return f"({var}){down}{pin}"
@@ -492,7 +493,7 @@ def merge_union_by_symbol(query: str) -> tuple[str, list[str]]:
     if node is None:
         return query, []
     var = node.group("v")
-    listed = ", ".join(_quote(s) for s in dict.fromkeys(symbols))
+    listed = ", ".join(cypher_string(s) for s in dict.fromkeys(symbols))
     fixed = _node_with_condition(
         parts[0], node.start(), node.end(), _without_symbol(node), f"{var}.{ont.SYMBOL_KEY} IN [{listed}]"
     )
@@ -509,7 +510,7 @@ def _without_symbol(node: re.Match[str]) -> str:
 def _inside(label: str, symbol: str, var: str) -> str:
     """The clause that puts ``var`` inside the node ``symbol`` of ``label``, to go before a query:
     ``MATCH (ff0:Floor {nodeSymbol: 'F0'})-[:CONTAINS*]->(r) ``."""
-    return f"MATCH ({label[0].lower()}{symbol.lower()}:{label} {{{ont.SYMBOL_KEY}: {_quote(symbol)}}})-[:CONTAINS*]->({var}) "
+    return f"MATCH ({label[0].lower()}{symbol.lower()}:{label} {{{ont.SYMBOL_KEY}: {cypher_string(symbol)}}})-[:CONTAINS*]->({var}) "
 
 
 def _holds(schema: GraphSchema | None, upper: str, lower: str | None) -> bool:
@@ -793,7 +794,7 @@ def holder_classes(query: str, schema: GraphSchema) -> tuple[str, list[str]]:
         notes.append(
             f"'{value}' is a {owner[0]} class, not a {label} one: matched the {label} inside a {value}"
         )
-        return f"MATCH (:{owner[0]} {{{ont.CLASS_KEY}: {_quote(owner[2])}}}){hop}({var}) "
+        return f"MATCH (:{owner[0]} {{{ont.CLASS_KEY}: {cypher_string(owner[2])}}}){hop}({var}) "
 
     for m in re.finditer(
         rf"(?P<and>\bAND\s+)?\b(?P<v>[A-Za-z_]\w*)\.{ont.CLASS_KEY}\s*=\s*'(?P<c>[^']*)'(?P<and2>\s+AND\b)?",

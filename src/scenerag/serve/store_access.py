@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from scenerag.graph import ontology as ont
 from scenerag.graph.model import SceneGraph
 from scenerag.serve.admission import Admission
 from scenerag.serve.cost import HEAVY_ROWS, CostEstimate, estimate_cost
@@ -178,7 +179,7 @@ class StoreAccess:
         if seconds <= 0 or not schema.node_counts:
             return 0
         label = max(schema.node_counts, key=lambda name: schema.node_counts[name])
-        key = "n.nodeSymbol" if "nodeSymbol" in schema.node_properties.get(label, {}) else "id(n)"
+        key = f"n.{ont.SYMBOL_KEY}" if ont.SYMBOL_KEY in schema.node_properties.get(label, {}) else "id(n)"
         cheap: list[tuple[str, dict[str, Any] | None]] = [
             (f"MATCH (n:`{label}`) RETURN count(n) AS n", None),
             (f"MATCH (n:`{label}`) WHERE {key} = $s RETURN {key} AS s", {"s": "warm-up"}),
