@@ -17,9 +17,10 @@ from scenerag.agents.goal_sketch import (
     scope_to_named_class,
     sequence_as_and,
     verb_problems,
+    widen_to_descriptions,
 )
 from scenerag.agents.words import load_words
-from scenerag.lang import HERACLES_DOMAIN, goals_equivalent
+from scenerag.lang import HERACLES_DOMAIN, goals_equivalent, parse_goal
 from scenerag.store import CypherStore
 
 D = HERACLES_DOMAIN
@@ -272,3 +273,94 @@ def test_a_room_sketched_for_the_objects_in_it_and_one_of_many(
     agent, _ = scripted_agent(store, ["Goal: (all (visited-object [seating in R5]))"])
     every = agent.run("Visit all the chairs in R5, any order.", task="pddl").answer
     assert every and every.startswith("(and ")
+
+
+_MENTIONS = {
+    "storage": ["storage unit"],
+    "seating": ["chairs"],
+    "trash": ["trash can", "bin"],
+    "box": ["box"],
+}
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "widened"),
+    [
+        (  # a relative clause up to a dash
+            "There's a storage unit in the hallway that connects to the lounge - go inspect it.",
+            "(safe [storage])",
+            "(safe [storage unit in the hallway that connects to the lounge])",
+        ),
+        (  # another bracket of the sketch ends a description (it is the sketch's, not the class's)
+            "There's a storage unit in the hallway that connects to the lounge - go inspect it.",
+            "(and (safe [storage]) (visited-room [hallway]))",
+            "(and (safe [storage]) (visited-room [hallway that connects to the lounge]))",
+        ),
+        (  # up to a comma, the longest mention ("trash can", not "trash") opens it
+            "Pick up a trash can from whichever hallway has the most seating, any one works.",
+            "(holding [trash])",
+            "(holding [trash can from whichever hallway has the most seating])",
+        ),
+        (  # up to the sketch's other argument (a destination), its layer word and 'over' cut
+            "Carry the box that's nearest the bicycle over to mesh place P2541",
+            "(object-in-place [box] P2541)",
+            "(object-in-place [box that's nearest the bicycle] P2541)",
+        ),
+        # unchanged: a destination right after the class, no opener, a clause word, already a description
+        ("Put the box in R3.", "(object-in-place [box] R3)", None),
+        ("Go by the box first, then wait in R3.", "(and (visited-object [box]) (in-room R3))", None),
+        ("Inspect the chairs and then stay in R5.", "(and (safe [seating]) (in-room R5))", None),
+        ("Go to the box nearest the bag.", "(visited-object [box nearest the bag])", None),
+    ],
+)
+def test_a_class_the_instruction_describes_is_widened_to_its_description(
+    instruction: str, sketch: str, widened: str | None
+) -> None:
+    out, notes, classes = widen_to_descriptions(
+        sketch, instruction, lambda c: _MENTIONS.get(c, []), load_words(), layers=["mesh place", "place"]
+    )
+    if widened is None:
+        assert (out, notes, classes) == (sketch, [], {})
+        return
+    assert out == widened and len(notes) == len(classes) >= 1
+    assert set(classes.values()) <= {"storage", "hallway", "trash", "box"}
+
+
+def test_agent_answers_a_widened_class_through_the_qa_pipeline(store: CypherStore) -> None:
+    """The model sketches the bare class; the instruction's description is asked of the QA pipeline, whose
+    (scripted) query picks the one member; a description that finds nothing falls back to the class."""
+    query = (
+        "MATCH (:Room {class: 'lounge'})-[:ROOM_CONNECTED]-(h:Room {class: 'hallway'})"
+        "-[:CONTAINS*]->(o:Object {class: 'storage'}) RETURN DISTINCT o.nodeSymbol"
+    )
+    want = [r["o.nodeSymbol"] for r in store.query(query).rows]
+    assert len(want) == 1 and len(store.query("MATCH (o:Object {class: 'storage'}) RETURN o").rows) > 1
+    agent, model = scripted_agent(store, ["Goal: (safe [storage])", query])
+    result = agent.run(
+        "There's a storage unit in the hallway that connects to the lounge - go inspect it.", task="pddl"
+    )
+    assert result.answer == f"(safe {want[0]})", (result.error, result.context, model.calls[-1])
+    assert any("describes which" in n for n in result.context["rewrites"]) and len(model.calls) == 2
+    nothing = "MATCH (o:Object {class: 'storage'}) WHERE o.nodeSymbol = 'O0' RETURN o.nodeSymbol"
+    agent, _ = scripted_agent(store, ["Goal: (safe [storage])", nothing])
+    every = agent.run("Inspect the storage unit in the broom closet.", task="pddl").answer
+    assert every and every.count("(safe O") == len(
+        store.query("MATCH (o:Object {class: 'storage'}) RETURN o").rows
+    )
+
+
+def test_a_room_given_where_a_place_goes_is_any_place_in_it(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    """'Leave X somewhere in R3': object-in-place takes a place, the room holds several; any one will do."""
+    food = symbols_of_class(hydra_graph, "food")[0]
+    rows = store.query(
+        "MATCH (:Room {nodeSymbol: 'R3'})-[:CONTAINS]->(p:MeshPlace) RETURN p.nodeSymbol AS s"
+    ).rows
+    places = sorted(r["s"] for r in rows)
+    assert len(places) > 1
+    agent, _ = scripted_agent(store, ["Goal: (object-in-place [food] R3)"])
+    result = agent.run("Drop the food off anywhere in R3.", task="pddl")
+    assert result.answer is not None and result.error is None
+    want = "(or " + " ".join(f"(object-in-place {food} {p})" for p in places) + ")"
+    assert goals_equivalent(parse_goal(result.answer, D), parse_goal(want, D)), result.answer

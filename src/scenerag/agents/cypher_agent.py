@@ -53,6 +53,7 @@ from scenerag.agents.goal_sketch import (
     sequence_as_and,
     sketch_grammar,
     verb_problems,
+    widen_to_descriptions,
 )
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
@@ -263,6 +264,7 @@ class CypherAgent:
         self._deadline: float | None = None
         self._system: dict[str, str] = {}
         self._symbols_by_kind: dict[str, list[str]] | None = None
+        self._widened: dict[str, str] = {}  # a sketch phrase widened to its description -> the class it was
 
     @property
     def name(self) -> str:
@@ -1289,7 +1291,12 @@ class CypherAgent:
         if scoped is not None:
             return scoped
         if self._describes_more(phrase, links):
-            return self._resolve_phrase(phrase, kind, labels)
+            found = self._resolve_phrase(phrase, kind, labels)
+            if found or phrase not in self._widened:
+                return found
+            # a description the sketch did not write that finds nothing ("the box in R3" of "put the box in
+            # R3" when R3 is no argument): the class the model wrote
+            return self._classes(self._widened[phrase], kind)
         values = [phrase.lower().replace(" ", "_")]
         values += [link.value for link in links if link.key == ont.CLASS_KEY]
         other: list[str] = []
@@ -1324,12 +1331,21 @@ class CypherAgent:
     def _holders(self, symbols: list[str], kind: str) -> list[str]:
         """The nodes of ``kind`` that hold ``symbols`` along CONTAINS (two hops at most): "put X where Y is"
         names Y for the place that holds it."""
+        return self._along_contains(symbols, kind, up=True)
+
+    def _members(self, symbols: list[str], kind: str) -> list[str]:
+        """The nodes of ``kind`` that ``symbols`` hold along CONTAINS (two hops at most): "leave X somewhere
+        in R3" names R3 for any place in it."""
+        return self._along_contains(symbols, kind, up=False)
+
+    def _along_contains(self, symbols: list[str], kind: str, *, up: bool) -> list[str]:
         spec = self.domain.kinds.get(kind)
         if spec is None:
             return []
         key = ont.SYMBOL_KEY
+        path = f"(b)-[:{ont.CONTAINS}*1..2]->(a)" if up else f"(a)-[:{ont.CONTAINS}*1..2]->(b)"
         rows = self.store.query(
-            f"MATCH (b)-[:CONTAINS*1..2]->(a) WHERE a.{key} IN $s AND any(l IN labels(b) WHERE l IN $labels) "
+            f"MATCH {path} WHERE a.{key} IN $s AND any(l IN labels(b) WHERE l IN $labels) "
             f"RETURN DISTINCT b.{key} AS s ORDER BY s",
             {"s": symbols, "labels": list(spec.labels)},
             max_rows=500,
@@ -1338,6 +1354,7 @@ class CypherAgent:
 
     def _ground(self, state: RunState, links: Sequence[Link]) -> None:
         self._phrase_state = state
+        self._widened = {}
         try:
             self._ground_loop(state, links)
         finally:
@@ -1423,6 +1440,7 @@ class CypherAgent:
                         {name.lower(), *(v.lower() for v in self._class_values(name))} & named
                     ),
                     holders=self._holders,
+                    members=self._members,
                 )
             except SketchError as exc:
                 state.result.raw_answer = draft.goal
@@ -1438,13 +1456,26 @@ class CypherAgent:
                 return
 
     def _aligned(self, state: RunState, draft: _Draft, links: Sequence[Link]) -> _Draft:
-        """``draft`` with its sketch made to say what the instruction's verbs ask for (``align_to_verbs``)
+        """``draft`` with its sketch's classes widened to the descriptions the instruction gives them
+        (``widen_to_descriptions``), made to say what the instruction's verbs ask for (``align_to_verbs``)
         and about the objects it names rather than the room they are in (``scope_to_named_class``); the
         changes go into the result's rewrites."""
         if not draft.goal:
             return draft
-        goal, notes = sequence_as_and(draft.goal, state.result.question, self.words)
-        goal, more = align_to_verbs(goal, state.result.question, self.domain, self.words)
+        question = state.result.question
+
+        def mentions(inner: str) -> list[str]:
+            values = {inner.lower(), *(v.lower() for v in self._class_values(inner))}
+            return [m for link in links if link.value.lower() in values for m in link.mentions]
+
+        layers = sorted(self.words.layer_words, key=len, reverse=True)
+        goal, notes, widened = widen_to_descriptions(
+            draft.goal, question, mentions, self.words, layers=layers
+        )
+        self._widened.update(widened)
+        goal, more = sequence_as_and(goal, question, self.words)
+        notes += more
+        goal, more = align_to_verbs(goal, question, self.domain, self.words)
         notes += more
         text = goal.lower()
         unused = [

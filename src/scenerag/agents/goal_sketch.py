@@ -22,7 +22,7 @@ predicate families an instruction asks for by the words of its language (data, n
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from scenerag.agents.words import Words
@@ -40,6 +40,7 @@ __all__ = [
     "sequence_as_and",
     "sketch_grammar",
     "verb_problems",
+    "widen_to_descriptions",
 ]
 
 MAX_PARTS = 8
@@ -109,14 +110,17 @@ def resolve_sketch(
     bindings: dict[str, list[str]] | None = None,
     plural: Callable[[str], bool] | None = None,
     holders: Holders | None = None,
+    members: Holders | None = None,
 ) -> SketchResult:
     """The concrete PDDL goal of ``sketch``; raises :class:`SketchError` with a fixable message.
 
     Arguments are typed by the graph, not by the predicate the model chose: a predicate of a family
     (``visited-room`` given a place) becomes the member for the argument's kind (``visited-place``); another
     predicate given a node of the wrong kind takes the nodes of its kind that hold it (``holders``: the place
-    that holds an object, for "put X where Y is"). Avoiding every member of a class the graph lacks asks for nothing and
-    drops out of a conjunction (noted)."""
+    that holds an object, for "put X where Y is"), and an argument of a predicate over several nodes given a
+    node above its kind takes the nodes of its kind that node holds (``members``: "leave X somewhere in R3" is
+    any place of R3). Avoiding every member of a class the graph lacks asks for nothing and drops out of a
+    conjunction (noted)."""
     tree = _parse(sketch.strip())
     bindings = bindings or {}
     notes: list[str] = []
@@ -146,9 +150,11 @@ def resolve_sketch(
     def kind_of(symbol: str, expected: str) -> str:
         return (domain.kind_of_symbol(symbol) if ont.has_symbol_shape(symbol) else None) or expected
 
-    def typed(head: str, arg: str, kind: str, symbols: list[str]) -> list[tuple[str, list[str]]]:
+    def typed(
+        head: str, arg: str, kind: str, symbols: list[str], *, down: bool = False
+    ) -> list[tuple[str, list[str]]]:
         """``(predicate, symbols)`` groups: the family member per kind found, or ``symbols`` moved to
-        the ``kind`` nodes that hold them."""
+        the ``kind`` nodes that hold them (``down``: else to those they hold)."""
         by_kind: dict[str, list[str]] = {}
         for sym in symbols:
             by_kind.setdefault(kind_of(sym, kind), []).append(sym)
@@ -163,9 +169,12 @@ def resolve_sketch(
                 out.append((member, syms))
                 continue
             moved = holders(syms, kind) if holders is not None else []
-            if not moved:
+            if moved:
+                notes.append(f"{arg} is a {found}: the {kind} {', '.join(moved)} that holds it")
+            elif down and members is not None and (moved := members(syms, kind)):
+                notes.append(f"{arg} is a {found}: any {kind} it holds ({', '.join(moved)})")
+            else:
                 raise SketchError(f"{arg} is a {found} ({', '.join(syms)}), but {head} needs a {kind}")
-            notes.append(f"{arg} is a {found}: the {kind} {', '.join(moved)} that holds it")
             out.append((head, moved))
         return out
 
@@ -212,7 +221,8 @@ def resolve_sketch(
             groups = [(p, [syms]) for p, syms in typed(head, args[0], kinds[0], options[0])]
         else:  # families are unary: each argument keeps the predicate and may move to its holders
             for i, (a, k) in enumerate(zip(args, kinds, strict=True)):
-                options[i] = list(dict.fromkeys(s for _, syms in typed(head, a, k, options[i]) for s in syms))
+                moved = typed(head, a, k, options[i], down=True)
+                options[i] = list(dict.fromkeys(s for _, syms in moved for s in syms))
             groups = [(head, options)]
         atoms = [f"({p} {' '.join(combo)})" for p, opts in groups for combo in _product(opts)]
         atoms = list(dict.fromkeys(atoms))
@@ -440,6 +450,100 @@ def scope_to_named_class(
     before = _unparse(atom)
     atom[1] = f"[{unused[0]} in {where}]"
     return _unparse(tree), [f"{before} -> {_unparse(atom)}: the instruction names the {unused[0]} in {where}"]
+
+
+_BREAK = re.compile(r"[,.;:!?()]|\s[-\u2013\u2014]+(?:\s|$)")
+"""Where a clause ends inside an instruction: punctuation, or a dash between words."""
+
+
+def _head_gap(gap: str, words: Words) -> bool:
+    """Whether ``gap`` may stand between a class's mention and its description: stop words ("the box
+    *that's* nearest") and at most one other word, the rest of a compound name ("storage *unit* in"), but no
+    clause break."""
+    said = re.findall(r"[a-z]+", gap)
+    if _BREAK.search(gap) or words.said_spans(gap, words.clause_words):
+        return False
+    return sum(1 for w in said if len(w) > 1 and w not in words.stop) <= 1
+
+
+def widen_to_descriptions(
+    sketch: str,
+    instruction: str,
+    mentions: Callable[[str], Sequence[str]],
+    words: Words,
+    *,
+    layers: Sequence[str] = (),
+) -> tuple[str, list[str], dict[str, str]]:
+    """``sketch`` with each ``[class]`` the instruction goes on to describe widened to the description ("the
+    storage unit in the hallway that connects to the lounge": ``[storage]`` -> ``[storage unit in the hallway
+    that connects to the lounge]``, which the QA pipeline then answers); a note per change, and each widened
+    phrase -> the class it was.
+
+    The description opens with one of the language's ``description_openers`` right after the class's first
+    mention (``mentions``: the words that name it in the instruction) and ends at punctuation, a
+    ``clause_words`` word, or before another argument of the sketch (a destination: "put the box in R3");
+    trailing stop and ``layers`` words go. A bracket that already says more than a class, or a description of
+    nothing but stop words, is left as it is."""
+    tree = _parsed(sketch)
+    if tree is None:
+        return sketch, [], {}
+    leaves = [t for t in _TOKEN.findall(sketch) if t not in ("(", ")")]
+    brackets = list(dict.fromkeys(t for t in leaves if t.startswith("[") and t.endswith("]")))
+    low = instruction.lower()
+
+    def spans_of(inner: str) -> list[tuple[int, int]]:
+        said = [inner, inner.replace("_", " "), *mentions(inner)]
+        return words.said_spans(instruction, list(dict.fromkeys(m.lower() for m in said if m)))
+
+    changed: dict[str, str] = {}
+    notes: list[str] = []
+    for token in brackets:
+        inner = token[1:-1].strip()
+        if not inner or ont.has_symbol_shape(inner) or words.says(inner, words.description_openers):
+            continue
+        own = sorted(spans_of(inner), key=lambda span: (span[0], -span[1]))  # the longest first mention
+        if not own:
+            continue
+        end = own[0][1]
+        rest = low[end:]
+        opener = words.said_spans(rest, words.description_openers)
+        if not opener or not _head_gap(rest[: opener[0][0]], words):
+            continue
+        stop = len(rest)
+        if (m := _BREAK.search(rest)) is not None:
+            stop = m.start()
+        stop = min([stop, *(s for s, _ in words.said_spans(rest, words.clause_words) if s >= opener[0][1])])
+        others = [
+            s - end
+            for t in leaves
+            if t != token
+            for s, _ in (
+                spans_of(t[1:-1].strip()) if t.startswith("[") else words.said_spans(instruction, [t])
+            )
+            if s >= end + opener[0][1]
+        ]
+        tail = rest[:stop].split()
+        if others and min(others) < stop:  # a destination follows: "the box nearest the bag over to P12"
+            tail = rest[: min(others)].split()
+            drop = {*words.stop, *(w for layer in layers for w in layer.lower().split())}
+            while tail and tail[-1].strip("'") in drop:
+                tail.pop()
+        description = " ".join(tail)
+        content = [w for w in re.findall(r"[a-z0-9]+", description) if w not in words.stop]
+        if not content or not words.said_spans(description, words.description_openers):
+            continue
+        widened = f"[{instruction[own[0][0] : end]} {description}]"
+        changed[token] = widened
+        notes.append(f"{token} -> {widened}: the instruction describes which")
+    if not changed:
+        return sketch, [], {}
+
+    def swap(node: object) -> object:
+        if isinstance(node, list):
+            return [swap(c) for c in node]
+        return changed.get(str(node), node)
+
+    return _unparse(swap(tree)), notes, {new[1:-1]: old[1:-1].strip() for old, new in changed.items()}
 
 
 def only_negations(sketch: str, domain: GoalDomain) -> bool:

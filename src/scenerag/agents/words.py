@@ -59,6 +59,11 @@ class Words:
     sequence_words: tuple[str, ...] = ()
     alternative_words: tuple[str, ...] = ()
     position_words: tuple[str, ...] = ()
+    #: a goal sketch's class the instruction goes on to describe: the description starts with one of
+    #: ``description_openers`` right after the class ("the chairs *in* the hallway next to the lounge") and
+    #: ends at punctuation or one of ``clause_words`` ("..., *then* stay there")
+    description_openers: tuple[str, ...] = ()
+    clause_words: tuple[str, ...] = ()
     #: word -> the ontology labels it names ("mesh place" -> ("MeshPlace",)); () for a word naming any node
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     floors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -91,6 +96,11 @@ class Words:
         """The ``words`` that ``text`` says (whole words, any of the language's ``word_endings``)."""
         low = text.lower()
         return [w for w in words if re.search(self._said(w), low)]
+
+    def said_spans(self, text: str, words: Iterable[str]) -> list[tuple[int, int]]:
+        """Where ``text`` says any of ``words`` (start, end), in order of position."""
+        low = text.lower()
+        return sorted((m.start(), m.end()) for w in words if w for m in re.finditer(self._said(w), low))
 
     def _said(self, word: str) -> str:
         """The pattern of ``word`` said in running lower-cased text: a whole word, any of ``word_endings``."""
@@ -182,6 +192,8 @@ _LISTS = (
     "alternative_words",
     "every_words",
     "position_words",
+    "description_openers",
+    "clause_words",
     "answer_words",
     "mass_nouns",
     "mass_noun_endings",
@@ -237,6 +249,8 @@ def _merge(files: Sequence[Path]) -> Words:
         sequence_words=tuple(lists.get("sequence_words", ())),
         alternative_words=tuple(lists.get("alternative_words", ())),
         position_words=tuple(lists.get("position_words", ())),
+        description_openers=tuple(lists.get("description_openers", ())),
+        clause_words=tuple(lists.get("clause_words", ())),
         layer_words=layers,
         floors=floors,
         answer_words=tuple(lists.get("answer_words", ())),
