@@ -12,6 +12,7 @@ from scenerag.agents.examples import CypherExample, unclash
 from scenerag.agents.goal_sketch import (
     SketchError,
     align_to_verbs,
+    join_to_relation,
     only_negations,
     resolve_sketch,
     scope_to_named_class,
@@ -364,3 +365,33 @@ def test_a_room_given_where_a_place_goes_is_any_place_in_it(
     assert result.answer is not None and result.error is None
     want = "(or " + " ".join(f"(object-in-place {food} {p})" for p in places) + ")"
     assert goals_equivalent(parse_goal(result.answer, D), parse_goal(want, D)), result.answer
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "joined"),
+    [
+        (
+            "Take the bag and leave it where the bicycle is parked.",
+            "(or (at-object [bicycle]) (holding [bag]))",
+            "(object-in-place [bag] [bicycle])",
+        ),
+        (
+            "Put O285 down in R3 and keep out of R2.",
+            "(and (holding O285) (in-room R3) (not (visited-room R2)))",
+            "(and (object-in-place O285 R3) (not (visited-room R2)))",
+        ),
+        # unchanged: "take" also asks for holding; the relation is there; three atoms
+        ("Take the bag and go to the bicycle.", "(and (holding [bag]) (visited-object [bicycle]))", None),
+        ("Put the bag by the bike.", "(object-in-place [bag] [bicycle])", None),
+        (
+            "Put the bag down, then visit R2 and R3.",
+            "(and (holding O1) (visited-room R2) (visited-room R3))",
+            None,
+        ),
+    ],
+)
+def test_a_relation_split_into_unary_atoms_is_joined(
+    instruction: str, sketch: str, joined: str | None
+) -> None:
+    out, notes = join_to_relation(sketch, instruction, D, load_words())
+    assert (out, bool(notes)) == ((joined, True) if joined else (sketch, False))

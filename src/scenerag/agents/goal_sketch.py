@@ -34,6 +34,7 @@ __all__ = [
     "SketchError",
     "SketchResult",
     "align_to_verbs",
+    "join_to_relation",
     "only_negations",
     "resolve_sketch",
     "scope_to_named_class",
@@ -322,6 +323,53 @@ def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, l
         return sketch, []
     out = _unparse(["and", *tree[1:]])
     return out, [f"{sketch} -> {out}: the instruction asks for these in turn, not for one of them"]
+
+
+def join_to_relation(
+    sketch: str, instruction: str, domain: GoalDomain, words: Words
+) -> tuple[str, list[str]]:
+    """A sketch that splits a relation the instruction asks for into unary atoms ("take the bag and leave it
+    where the bike is" sketched ``(or (holding [bag]) (at-object [bicycle]))``) joined into the relation's
+    atom (``(object-in-place [bag] [bicycle])``; the graph then types its arguments).
+
+    Only when the instruction says a word that asks for exactly one predicate over two nodes and for no
+    unary one (the language's ``goal_words``: "leave", "put", not "take", which also asks for holding),
+    the sketch has no atom of that predicate, and its positive atoms are exactly two unary ones, one over
+    the relation's first kind; negations are kept. Unchanged otherwise, with a note when changed."""
+    table = words.goal_words
+    relations = [p for p, kinds in domain.predicates.items() if len(kinds) == 2 and p in table]
+    unary = {w for key, ws in table.items() if key not in relations for w in ws}
+    asked = [p for p in relations if words.says(instruction, [w for w in table[p] if w not in unary])]
+    tree = _parsed(sketch)
+    if len(asked) != 1 or tree is None or asked[0] in _TOKEN.findall(sketch):
+        return sketch, []
+    relation = asked[0]
+    atoms: list[list] = []
+    negations: list[object] = []
+
+    def walk(node: object) -> bool:
+        if not isinstance(node, list) or not node:
+            return False
+        head = str(node[0]).lower()
+        if head == "not":
+            negations.append(node)
+            return True
+        if head in domain.predicates:
+            atoms.append(node)
+            return len(node) == 2
+        return head in ("and", "or", "all", "any") and all(walk(c) for c in node[1:])
+
+    if not walk(tree) or len(atoms) != 2:
+        return sketch, []
+    first = [a for a in atoms if domain.predicates[str(a[0]).lower()] == domain.predicates[relation][:1]]
+    if not first:
+        return sketch, []
+    held = [a for a in first if domain.family_of(str(a[0]).lower()) is None]  # holding X, not going to X
+    what = (held if len(held) == 1 else first)[0]
+    where = atoms[1] if what is atoms[0] else atoms[0]
+    joined = [relation, what[1], where[1]]
+    out = _unparse(["and", joined, *negations] if negations else joined)
+    return out, [f"{sketch} -> {out}: the instruction asks for {relation}"]
 
 
 def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> tuple[str, list[str]]:
