@@ -208,6 +208,15 @@ def test_format_rows_shapes() -> None:
     yes_no = "RETURN EXISTS { MATCH (a)-[:ROOM_CONNECTED]-(b) }"
     assert format_rows(["e"], [{"e": False}], query=yes_no, question="Are R1 and R5 connected?") == "no"
     assert format_rows(["e"], [{"e": True}], query=yes_no, question="Is R1 next to R2?") == "yes"
+    # a yes/no question answered by one count: whether anything was counted (a number when asked for one)
+    counted = "MATCH (:Room {nodeSymbol: 'R2'})-[:CONTAINS*]->(o:Object) RETURN count(DISTINCT o) AS n"
+    assert format_rows(["n"], [{"n": 0}], query=counted, question="Is there a bin in R2?") == "no"
+    assert format_rows(["n"], [{"n": 2}], query=counted, question="Can I find a bin in R2?") == "yes"
+    assert (
+        format_rows(["n"], [{"n": 2}], query=counted, question="Is there a bin in R2?", answer_type="number")
+        == "2"
+    )
+    assert format_rows(["n"], [{"n": 2}], query=counted, question="How many bins are in R2?") == "2"
     d = format_rows(
         ["c", "n"], [{"c": "bag", "n": 1}, {"c": "box", "n": 3}], query="RETURN o.class, count(o)"
     )

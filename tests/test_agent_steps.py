@@ -16,6 +16,7 @@ from scenerag.agents.examples import generate_examples
 from scenerag.agents.linking import EntityLinker
 from scenerag.agents.query_repair import (
     alternatives_in_map,
+    count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
     drop_idle_sibling,
@@ -409,6 +410,27 @@ def test_a_count_of_none_after_a_required_match_becomes_optional(store: CypherSt
     every = {r["s"] for r in store.query("MATCH (r:Room) RETURN r.nodeSymbol AS s").rows}
     assert notes and rooms == every - with_bed and rooms
     assert count_none_optionally(fixed) == (fixed, [])  # already optional: unchanged
+
+
+def test_a_count_per_group_keeps_the_groups_that_hold_none(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'bed'}) "
+        "RETURN r.nodeSymbol AS hallway, count(DISTINCT o) AS beds"
+    )
+    assert store.query(query).rows == []  # no hallway holds a bed: the breakdown would say nothing
+    fixed, notes = count_every_group(query)
+    rows = store.query(fixed).rows
+    hallways = store.query("MATCH (r:Room {class: 'hallway'}) RETURN r.nodeSymbol AS s").rows
+    assert notes and sorted(r["hallway"] for r in rows) == sorted(r["s"] for r in hallways)
+    assert {r["beds"] for r in rows} == {0}
+    assert count_every_group(fixed) == (fixed, [])
+    # unchanged: a superlative (LIMIT), a condition that would no longer exclude a group
+    top = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN r.nodeSymbol, count(o) ORDER BY count(o) DESC LIMIT 1"
+    )
+    assert count_every_group(top) == (top, [])
+    where = "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE r.class = 'hallway' RETURN r.nodeSymbol, count(o)"
+    assert count_every_group(where) == (where, [])
 
 
 def test_a_variable_named_as_a_named_class_is_bound(store: CypherStore) -> None:

@@ -383,6 +383,8 @@ def test_a_room_given_where_a_place_goes_is_any_place_in_it(
         # unchanged: "take" also asks for holding; the relation is there; three atoms
         ("Take the bag and go to the bicycle.", "(and (holding [bag]) (visited-object [bicycle]))", None),
         ("Put the bag by the bike.", "(object-in-place [bag] [bicycle])", None),
+        # a layer's name is no verb; inspecting is not moving
+        ("head over to mesh place 27795, inspect O103", "(and (visited-place P27795) (safe O103))", None),
         (
             "Put the bag down, then visit R2 and R3.",
             "(and (holding O1) (visited-room R2) (visited-room R3))",

@@ -33,6 +33,8 @@ __all__ = ["NOT_FOUND", "format_rows", "is_yes_no_question", "zero_when_nothing_
 NOT_FOUND = "<>"
 """The SLDP answer for "nothing in the graph matches": the empty set."""
 
+_COUNT_ONLY = re.compile(r"(?is)(?:DISTINCT\s+)?count\s*\((?:DISTINCT\s+)?[^()]*\)(?:\s+AS\s+\w+)?")
+"""A RETURN clause that is one count and nothing else."""
 _AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stdev|percentile\w*)\s*\(", re.I)
 _LIMIT1 = re.compile(r"\bLIMIT\s+1\b", re.I)
 _MEASURE = re.compile(r"\b(?:distance|avg|sum|min|max|round|abs|sqrt)\s*\(|\.(?:center|[xyz])\b", re.I)
@@ -97,6 +99,10 @@ def _flatten(cells: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _pick_column(columns: list[str], rows: list[dict[str, Any]], want: str | None) -> str:
     """The column that carries the answer: a point column for positions, a numeric one for numbers, else
     the first column holding node symbols, else the first."""
@@ -140,6 +146,14 @@ def format_rows(
     cells_all = [v for r in rows for v in r.values()]
     if len(cells_all) == 1 and isinstance(cells_all[0], bool) and words.is_yes_no(question):
         return words.yes_no(cells_all[0])  # "Is the lounge next to R5?" is answered as a person would
+    if (
+        len(cells_all) == 1
+        and _is_count(cells_all[0])
+        and answer_type in (None, "string")
+        and _COUNT_ONLY.fullmatch(_return_clause(query)[len("RETURN") :].strip())
+        and words.is_yes_no(question)
+    ):
+        return words.yes_no(cells_all[0] > 0)  # "Is there a bin in R2?" counted: whether any is
     if not rows or not columns:
         return "0" if answer_type == "number" and _AGGREGATE.search(query or "") is None else NOT_FOUND
     single = bool(_LIMIT1.search(query)) or (

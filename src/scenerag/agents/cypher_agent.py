@@ -65,6 +65,7 @@ from scenerag.agents.query_repair import (
     carry_dropped_variables,
     center_arguments,
     choice_column_only,
+    count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
     drop_idle_sibling,
@@ -814,6 +815,9 @@ class CypherAgent:
         if self.config.auto_repair:
             query, more = center_arguments(query)
             notes += more
+            if answer_type in (None, "dict"):
+                query, more = count_every_group(query)
+                notes += more
         outcome.notes = notes
         result, problem, ran = self._execute(state, query, notes)
         outcome.ran = ran

@@ -333,12 +333,13 @@ def join_to_relation(
     atom (``(object-in-place [bag] [bicycle])``; the graph then types its arguments).
 
     Only when the instruction says a word that asks for exactly one predicate over two nodes and for no
-    unary one (the language's ``goal_words``: "leave", "put", not "take", which also asks for holding),
-    the sketch has no atom of that predicate, and its positive atoms are exactly two unary ones, one over
-    the relation's first kind; negations are kept. Unchanged otherwise, with a note when changed."""
+    unary one (the language's ``goal_words``: "leave", "put", not "take", which also asks for holding, nor
+    a layer's name: "place"), the sketch has no atom of that predicate, and its positive atoms are exactly
+    two unary ones, one of a predicate said with the relation's words (holding: "take", "carry") over the
+    relation's first kind; negations are kept. Unchanged otherwise, with a note when changed."""
     table = words.goal_words
     relations = [p for p, kinds in domain.predicates.items() if len(kinds) == 2 and p in table]
-    unary = {w for key, ws in table.items() if key not in relations for w in ws}
+    unary = {w for key, ws in table.items() if key not in relations for w in ws} | set(words.layer_words)
     asked = [p for p in relations if words.says(instruction, [w for w in table[p] if w not in unary])]
     tree = _parsed(sketch)
     if len(asked) != 1 or tree is None or asked[0] in _TOKEN.findall(sketch):
@@ -361,11 +362,12 @@ def join_to_relation(
 
     if not walk(tree) or len(atoms) != 2:
         return sketch, []
-    first = [a for a in atoms if domain.predicates[str(a[0]).lower()] == domain.predicates[relation][:1]]
-    if not first:
+    # the thing moved is the argument of a predicate said with the relation's own words ("take": holding)
+    kin = {p for p, ws in table.items() if p != relation and set(ws) & set(table[relation])}
+    held = [a for a in atoms if str(a[0]).lower() in kin]
+    if len(held) != 1 or domain.predicates[str(held[0][0]).lower()] != domain.predicates[relation][:1]:
         return sketch, []
-    held = [a for a in first if domain.family_of(str(a[0]).lower()) is None]  # holding X, not going to X
-    what = (held if len(held) == 1 else first)[0]
+    what = held[0]
     where = atoms[1] if what is atoms[0] else atoms[0]
     joined = [relation, what[1], where[1]]
     out = _unparse(["and", joined, *negations] if negations else joined)

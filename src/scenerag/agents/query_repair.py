@@ -274,6 +274,32 @@ def center_arguments(query: str) -> tuple[str, list[str]]:
     )
 
 
+_GROUP_COUNT = re.compile(
+    r"(?is)^\s*MATCH\s+(?P<a>\((?P<av>\w+):\w+(?:\s*\{[^{}]*\})?\))\s*"
+    r"(?P<rel><?-\[[^\]]*\]->?)\s*(?P<b>\((?P<bv>\w+)(?::\w+)?(?:\s*\{[^{}]*\})?\))\s+"
+    r"RETURN\s+(?P<key>(?P=av)\.\w+(?:\s+AS\s+\w+)?)\s*,\s*"
+    r"count\s*\(\s*(?P<distinct>DISTINCT\s+)?(?P<what>(?P=bv)|\*)\s*\)(?P<tail>(?:\s+AS\s+\w+)?"
+    r"(?:\s+ORDER\s+BY\s+(?:(?!LIMIT)[^;])*?)?)\s*;?\s*$"
+)
+
+
+def count_every_group(query: str) -> tuple[str, list[str]]:
+    """A count per group over one pattern (``MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object
+    {class: 'sign'}) RETURN r.nodeSymbol, count(o)``) drops the groups that hold none; "how many in each"
+    asks for every group, zeros too: the pattern becomes an OPTIONAL MATCH from the groups. ``(query,
+    notes)``; unchanged unless the query is exactly that shape (no WHERE: a condition on the group would
+    no longer exclude it; no LIMIT: a superlative, not a breakdown)."""
+    m = _GROUP_COUNT.match(query)
+    if m is None:
+        return query, []
+    counted = f"count({m.group('distinct') or ''}{m.group('bv')})"
+    fixed = (
+        f"MATCH {m.group('a')} OPTIONAL MATCH ({m.group('av')}){m.group('rel')}{m.group('b')} "
+        f"RETURN {m.group('key')}, {counted}{m.group('tail')}"
+    )
+    return fixed, ["a count per group lists the groups that hold none too: matched the pattern as optional"]
+
+
 def alternatives_in_map(query: str) -> tuple[str, list[str]]:
     """``(o:Object {class: 'pet' OR class: 'animal'})`` (not Cypher: a map holds one value per key), or
     ``(o:Object {class: 'pet'}) OR (o:Object {class: 'animal'})``, becomes ``(o:Object)`` with ``o.class IN
