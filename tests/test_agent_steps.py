@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import hydra_store_fixture
+from conftest import hydra_store_fixture, scripted_agent
 from conftest import one_value as _one
 from scenerag import SceneGraph
 from scenerag.agents import CypherAgent, CypherAgentConfig
@@ -476,3 +476,17 @@ def test_a_short_bound_on_a_shortest_path_is_raised(store: CypherStore) -> None:
     assert store.query(query).rows == []  # the route is 11 hops
     fixed, notes = widen_shortest_paths(query)
     assert notes and _one(store, fixed) == "11"
+
+
+def test_a_query_that_negates_nothing_for_a_negated_question_is_sent_back(store: CypherStore) -> None:
+    inside = "MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN count(DISTINCT o) AS n"
+    outside = "MATCH (o:Object) WHERE NOT EXISTS { MATCH (:Room)-[:CONTAINS*]->(o) } RETURN count(o) AS n"
+    want = store.query(outside).rows[0]["n"]
+    assert want != store.query(inside).rows[0]["n"]
+    agent, model = scripted_agent(store, [inside, outside])
+    result = agent.run("How many objects didn't get assigned to any room at all?", answer_type="number")
+    assert result.answer == str(want) and len(model.calls) == 2
+    assert "negates nothing" in str(model.calls[1].messages[-1].content)
+    # kept when written again: the doubt is a question to the model, not a veto
+    agent, model = scripted_agent(store, [inside, inside])
+    assert agent.run("How many objects didn't get assigned to any room?", answer_type="number").answer

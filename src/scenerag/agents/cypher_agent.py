@@ -117,6 +117,8 @@ VotePolicy = Literal["adaptive", "always"]
 
 #: symbols listed in the grammar one by one up to this many; above, any symbol-shaped string may be written
 _MAX_GRAMMAR_SYMBOLS = 5000
+_NEGATES = re.compile(r"(?i)\bNOT\b|<>|!=|\bIS\s+NULL\b|\bnone\s*\(|=\s*0(?![.\d])|<\s*1(?![.\d])")
+"""A query that negates: NOT, <>, IS NULL, none(...), a count compared with 0."""
 
 
 @dataclass
@@ -882,7 +884,7 @@ class CypherAgent:
         (kind, text for the model): it ignores something the question names (``unused``), filters on things
         the question never names (``invented``), answers with nodes of another layer than asked (``layer``),
         or with the one node the question names (``echo``), or leaves out a number the question states
-        (``number``)."""
+        (``number``), or negates nothing where the question does (``negation``)."""
         doubts = []
         unused = [link for link in unused_links(query, links) if not self._locates_named(link, query)]
         if unused:
@@ -917,6 +919,14 @@ class CypherAgent:
                         f"{'it' if len(numbers) == 1 else 'them'}.",
                     )
                 )
+        negated = self.words.says(question, self.words.negation_words)
+        if negated and not _NEGATES.search(query):
+            doubts.append(
+                (
+                    "negation",
+                    f"The question says {negated[0]!r}, but the query negates nothing (NOT, <>, = 0, IS NULL).",
+                )
+            )
         named = _named_nodes(links)
         if answer is not None and len(named) == 1 and answer.strip("<>[] ") in named:
             symbol, said = next(iter(named.items()))

@@ -63,6 +63,8 @@ class Words:
     #: ``description_openers`` right after the class ("the chairs *in* the hallway next to the lounge") and
     #: ends at punctuation or one of ``clause_words`` ("..., *then* stay there")
     description_openers: tuple[str, ...] = ()
+    #: a question saying one of these asks about what is not so ("objects that didn't get a room")
+    negation_words: tuple[str, ...] = ()
     clause_words: tuple[str, ...] = ()
     #: word -> the ontology labels it names ("mesh place" -> ("MeshPlace",)); () for a word naming any node
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -193,6 +195,7 @@ _LISTS = (
     "every_words",
     "position_words",
     "description_openers",
+    "negation_words",
     "clause_words",
     "answer_words",
     "mass_nouns",
@@ -250,6 +253,7 @@ def _merge(files: Sequence[Path]) -> Words:
         alternative_words=tuple(lists.get("alternative_words", ())),
         position_words=tuple(lists.get("position_words", ())),
         description_openers=tuple(lists.get("description_openers", ())),
+        negation_words=tuple(lists.get("negation_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
         layer_words=layers,
         floors=floors,
