@@ -397,3 +397,25 @@ def test_a_relation_split_into_unary_atoms_is_joined(
 ) -> None:
     out, notes = join_to_relation(sketch, instruction, D, load_words())
     assert (out, bool(notes)) == ((joined, True) if joined else (sketch, False))
+
+
+def test_a_sketch_class_the_instruction_never_mentions_is_a_problem(store: CypherStore) -> None:
+    from scenerag.agents.cypher_agent import _Draft, sketch_problems
+
+    agent, _ = scripted_agent(store, [])
+    instruction = "Go to one of the lights, I don't care which."
+    links = agent.linker().link(instruction)
+    draft = _Draft("", "(or (visited-object [lights]) (visited-object [storage]))")
+    problems = sketch_problems(draft, links, agent._class_values, instruction)
+    assert problems == ["the instruction never mentions [storage]: leave it out"]
+    kept = _Draft("", "(or (visited-object [light]) (visited-object [lights on the wall]))")
+    assert sketch_problems(kept, links, agent._class_values, instruction) == []
+    # a synonym the linker knows is mentioned ("bike" for [bicycle]); without the instruction: not judged
+    bike = "Go to the bike."
+    assert (
+        sketch_problems(
+            _Draft("", "(visited-object [bicycle])"), agent.linker().link(bike), agent._class_values, bike
+        )
+        == []
+    )
+    assert sketch_problems(draft, links, agent._class_values) == []

@@ -1519,7 +1519,7 @@ class CypherAgent:
         goal that only says what to avoid)."""
         if not draft.goal:
             return ["no goal"]
-        problems = sketch_problems(draft, links, self._class_values) + verb_problems(
+        problems = sketch_problems(draft, links, self._class_values, state.result.question) + verb_problems(
             draft.goal, state.result.question, self.domain, self.words
         )
         if only_negations(draft.goal, self.domain):
@@ -1660,9 +1660,11 @@ def sketch_problems(
     draft: _Draft,
     links: Sequence[Link],
     canonical: Any = None,
+    instruction: str = "",
 ) -> list[str]:
-    """What a goal sketch misses of its instruction: symbols the instruction never named and linked things it
-    leaves out (each phrased for the model to fix)."""
+    """What a goal sketch misses of its instruction: symbols the instruction never named, linked things it
+    leaves out, and (given the ``instruction``) classes it never mentions (each phrased for the model to
+    fix)."""
     goal = draft.goal or ""
     used = set(re.findall(r"\b[A-Za-z]\d+\b", goal))
     linked = {link.value for link in links if link.key == ont.SYMBOL_KEY}
@@ -1681,6 +1683,19 @@ def sketch_problems(
             and not any(link.mention.lower() in c or link.value.lower() in c for c in classes)
         ):
             problems.append(f"the instruction mentions {link.mention!r}: use [{link.value}]")
+    if instruction:
+        said = set(re.findall(r"[a-z0-9]+", instruction.lower()))
+        values = {link.value.lower() for link in links} | {m.lower() for link in links for m in link.mentions}
+        for inner in sorted(classes - {"?"}):
+            if ont.has_symbol_shape(inner.upper()) or inner in values:
+                continue
+            own = set(re.findall(r"[a-z0-9]+", inner))
+            known = {v.lower() for v in canonical(inner)} if canonical is not None else set()
+            near = any(
+                len(o) > 3 and len(w) > 3 and (o.startswith(w) or w.startswith(o)) for o in own for w in said
+            )  # "lights" for [light]
+            if not own & said and not known & values and not near:
+                problems.append(f"the instruction never mentions [{inner}]: leave it out")
     return problems
 
 
