@@ -12,6 +12,7 @@ from scenerag.agents.examples import CypherExample, unclash
 from scenerag.agents.goal_sketch import (
     SketchError,
     align_to_verbs,
+    end_where_said,
     join_to_relation,
     only_negations,
     resolve_sketch,
@@ -292,10 +293,15 @@ _MENTIONS = {
             "(safe [storage])",
             "(safe [storage unit in the hallway that connects to the lounge])",
         ),
-        (  # another bracket of the sketch ends a description (it is the sketch's, not the class's)
+        (  # a bracket named only inside another's description names no target: its atom goes
             "There's a storage unit in the hallway that connects to the lounge - go inspect it.",
             "(and (safe [storage]) (visited-room [hallway]))",
-            "(and (safe [storage]) (visited-room [hallway that connects to the lounge]))",
+            "(safe [storage unit in the hallway that connects to the lounge])",
+        ),
+        (
+            "Head to the box, but avoid the hallway that has the light in it.",
+            "(and (visited-object [box]) (not (visited-room [hallway])) (not (safe [light])))",
+            "(and (visited-object [box]) (not (visited-room [hallway that has the light in it])))",
         ),
         (  # up to a comma, the longest mention ("trash can", not "trash") opens it
             "Pick up a trash can from whichever hallway has the most seating, any one works.",
@@ -323,8 +329,47 @@ def test_a_class_the_instruction_describes_is_widened_to_its_description(
     if widened is None:
         assert (out, notes, classes) == (sketch, [], {})
         return
-    assert out == widened and len(notes) == len(classes) >= 1
+    assert out == widened and len(notes) >= len(classes) >= 1
     assert set(classes.values()) <= {"storage", "hallway", "trash", "box"}
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "ended"),
+    [
+        (
+            "Go by the bed first, then end up next to the bicycle.",
+            "(and (visited-object [bed]) (visited-object [bicycle]))",
+            "(and (visited-object [bed]) (at-object [bicycle]))",
+        ),
+        (
+            "Visit R2, then wait in R3.",
+            "(and (visited-room R2) (visited-room R3))",
+            "(and (visited-room R2) (in-room R3))",
+        ),
+        # unchanged: it already ends somewhere; no word asks to end; nothing is named after that word
+        ("Visit R2, then wait in R3.", "(and (visited-room R2) (in-room R3))", None),
+        ("Go to R2 and R3.", "(and (visited-room R2) (visited-room R3))", None),
+        (
+            "Visit R2, R3 and R4 and stay there.",
+            "(and (visited-room R2) (visited-room R3) (visited-room R4))",
+            None,
+        ),
+    ],
+)
+def test_a_visit_named_after_a_word_that_asks_to_end_ends_there(
+    instruction: str, sketch: str, ended: str | None
+) -> None:
+    out, notes = end_where_said(
+        sketch, instruction, D, load_words(), lambda c: {"bicycle": ["bicycle"]}.get(c, [])
+    )
+    assert (out, bool(notes)) == ((ended, True) if ended else (sketch, False))
+
+
+def test_a_visit_to_what_is_inspected_or_picked_up_is_implied() -> None:
+    goal = resolve_sketch(
+        "(and (visited-object O8) (safe O8) (holding O9) (visited-object O9))", D, classes=_none
+    )
+    assert goals_equivalent(goal.goal, "(and (safe O8) (holding O9))")
 
 
 def test_agent_answers_a_widened_class_through_the_qa_pipeline(store: CypherStore) -> None:

@@ -47,6 +47,7 @@ from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, 
 from scenerag.agents.goal_sketch import (
     SketchError,
     align_to_verbs,
+    end_where_said,
     join_to_relation,
     only_negations,
     resolve_sketch,
@@ -1472,7 +1473,8 @@ class CypherAgent:
 
     def _aligned(self, state: RunState, draft: _Draft, links: Sequence[Link]) -> _Draft:
         """``draft`` with its sketch's classes widened to the descriptions the instruction gives them
-        (``widen_to_descriptions``), a relation it split joined (``join_to_relation``), made to say what the
+        (``widen_to_descriptions``), ending where the instruction says to end (``end_where_said``), a
+        relation it split joined (``join_to_relation``), made to say what the
         instruction's verbs ask for (``align_to_verbs``)
         and about the objects it names rather than the room they are in (``scope_to_named_class``); the
         changes go into the result's rewrites."""
@@ -1490,6 +1492,8 @@ class CypherAgent:
         )
         self._widened.update(widened)
         goal, more = sequence_as_and(goal, question, self.words)
+        notes += more
+        goal, more = end_where_said(goal, question, self.domain, self.words, mentions)
         notes += more
         goal, more = join_to_relation(goal, question, self.domain, self.words)
         notes += more

@@ -34,6 +34,7 @@ __all__ = [
     "SketchError",
     "SketchResult",
     "align_to_verbs",
+    "end_where_said",
     "join_to_relation",
     "only_negations",
     "resolve_sketch",
@@ -251,12 +252,15 @@ class _Nothing(SketchError):
 
 
 def _drop_implied(parts: list[str], domain: GoalDomain) -> list[str]:
-    """In a conjunction, ``(visited-place P)`` is implied by ``(at-place P)`` (the domain's ``implies``)."""
+    """In a conjunction, ``(visited-place P)`` is implied by ``(at-place P)`` (the domain's ``implies``), and
+    ``(visited-object O)`` by ``(safe O)`` (``reached_at``: inspecting O needs the robot at O)."""
     implied = set()
     for p in parts:
         m = _ATOM.fullmatch(p)
         if m and m.group(1) in domain.implies:
             implied.add(f"({domain.implies[m.group(1)]} {m.group(2)})")
+        if m and m.group(1) in domain.reached_at:
+            implied.add(f"({domain.reached_at[m.group(1)]} {m.group(2)})")
     return [p for p in parts if p not in implied] or parts
 
 
@@ -323,6 +327,69 @@ def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, l
         return sketch, []
     out = _unparse(["and", *tree[1:]])
     return out, [f"{sketch} -> {out}: the instruction asks for these in turn, not for one of them"]
+
+
+def end_where_said(
+    sketch: str,
+    instruction: str,
+    domain: GoalDomain,
+    words: Words,
+    mentions: Callable[[str], Sequence[str]] = lambda _: (),
+) -> tuple[str, list[str]]:
+    """A sketch that only visits where the instruction also says where to end ("go by the bed first, then
+    end up next to the bike" sketched two ``visited-object`` atoms): the visit of the first thing named
+    after the last word that asks to end (the language's ``goal_words`` of the ``ends-at`` family) becomes
+    the family's predicate for it (``(at-object [bicycle])``). Unchanged when the sketch already ends
+    somewhere, says no visit, or names nothing after that word; a note when changed."""
+    table = words.goal_words
+    ends, visits = "ends-at", "visited"
+    if ends not in domain.families or visits not in domain.families or ends not in table:
+        return sketch, []
+    tree = _parsed(sketch)
+    if tree is None or ends in _keys_positive(tree, domain):
+        return sketch, []
+    said = words.said_spans(instruction, table[ends])
+    if not said:
+        return sketch, []
+    after = said[-1][1]
+    best: tuple[int, list] | None = None
+
+    def walk(node: object) -> None:
+        nonlocal best
+        if not isinstance(node, list) or not node:
+            return
+        head = str(node[0]).lower()
+        if head == "not":
+            return
+        if domain.family_of(head) == visits and len(node) == 2:
+            arg = str(node[1])
+            inner = arg[1:-1].strip() if arg.startswith("[") else arg
+            names = [inner, inner.replace("_", " "), *mentions(inner)]
+            starts = [
+                a for a, _ in words.said_spans(instruction, [n.lower() for n in names if n]) if a >= after
+            ]
+            if starts and (best is None or min(starts) < best[0]):
+                best = (min(starts), node)
+            return
+        for child in node[1:]:
+            walk(child)
+
+    walk(tree)
+    if best is None:
+        return sketch, []
+    atom = best[1]
+    kind = domain.predicates[str(atom[0]).lower()][0]
+    member = domain.families[ends].get(kind)
+    if member is None:
+        return sketch, []
+    before = _unparse(atom)
+    atom[0] = member
+    return _unparse(tree), [f"{before} -> {_unparse(atom)}: the instruction says to end there"]
+
+
+def _keys_positive(node: object, domain: GoalDomain) -> set[str]:
+    """The families or predicates of ``node``'s atoms not under ``not``."""
+    return _keys(node, domain) - {"not"}
 
 
 def join_to_relation(
@@ -531,27 +598,42 @@ def widen_to_descriptions(
 
     The description opens with one of the language's ``description_openers`` right after the class's first
     mention (``mentions``: the words that name it in the instruction) and ends at punctuation, a
-    ``clause_words`` word, or before another argument of the sketch (a destination: "put the box in R3");
-    trailing stop and ``layers`` words go. A bracket that already says more than a class, or a description of
-    nothing but stop words, is left as it is."""
+    ``clause_words`` word, or before another argument of the same atom (a destination: "put the box in R3");
+    trailing stop and ``layers`` words go then. A bracket that already says more than a class, or a
+    description of nothing but stop words, is left as it is. A bracket the instruction mentions only inside
+    another's description ("the hallway that has *the light* in it") names no target: its atoms go, while
+    something positive is left."""
     tree = _parsed(sketch)
     if tree is None:
         return sketch, [], {}
-    leaves = [t for t in _TOKEN.findall(sketch) if t not in ("(", ")")]
-    brackets = list(dict.fromkeys(t for t in leaves if t.startswith("[") and t.endswith("]")))
+    atoms: list[list] = []
+
+    def collect(node: object) -> None:
+        if isinstance(node, list) and node:
+            if all(not isinstance(c, list) for c in node[1:]) and len(node) > 1:
+                atoms.append(node)
+            for child in node[1:]:
+                collect(child)
+
+    collect(tree)
+    brackets = list(dict.fromkeys(str(a) for atom in atoms for a in atom[1:] if str(a).startswith("[")))
     low = instruction.lower()
 
-    def spans_of(inner: str) -> list[tuple[int, int]]:
+    def spans_of(token: str) -> list[tuple[int, int]]:
+        if not token.startswith("["):
+            return words.said_spans(instruction, [token])
+        inner = token[1:-1].strip()
         said = [inner, inner.replace("_", " "), *mentions(inner)]
         return words.said_spans(instruction, list(dict.fromkeys(m.lower() for m in said if m)))
 
     changed: dict[str, str] = {}
+    described: dict[str, tuple[int, int]] = {}  # token -> where its description lies in the instruction
     notes: list[str] = []
     for token in brackets:
         inner = token[1:-1].strip()
         if not inner or ont.has_symbol_shape(inner) or words.says(inner, words.description_openers):
             continue
-        own = sorted(spans_of(inner), key=lambda span: (span[0], -span[1]))  # the longest first mention
+        own = sorted(spans_of(token), key=lambda span: (span[0], -span[1]))  # the longest first mention
         if not own:
             continue
         end = own[0][1]
@@ -563,18 +645,12 @@ def widen_to_descriptions(
         if (m := _BREAK.search(rest)) is not None:
             stop = m.start()
         stop = min([stop, *(s for s, _ in words.said_spans(rest, words.clause_words) if s >= opener[0][1])])
-        others = [
-            s - end
-            for t in leaves
-            if t != token
-            for s, _ in (
-                spans_of(t[1:-1].strip()) if t.startswith("[") else words.said_spans(instruction, [t])
-            )
-            if s >= end + opener[0][1]
-        ]
+        partners = {str(a) for atom in atoms if token in atom[1:] for a in atom[1:] if str(a) != token}
+        others = [s - end for t in partners for s, _ in spans_of(t) if s >= end + opener[0][1]]
         tail = rest[:stop].split()
         if others and min(others) < stop:  # a destination follows: "the box nearest the bag over to P12"
-            tail = rest[: min(others)].split()
+            stop = min(others)
+            tail = rest[:stop].split()
             drop = {*words.stop, *(w for layer in layers for w in layer.lower().split())}
             while tail and tail[-1].strip("'") in drop:
                 tail.pop()
@@ -584,16 +660,57 @@ def widen_to_descriptions(
             continue
         widened = f"[{instruction[own[0][0] : end]} {description}]"
         changed[token] = widened
+        described[token] = (end, end + stop)
         notes.append(f"{token} -> {widened}: the instruction describes which")
     if not changed:
         return sketch, [], {}
+    inside = {
+        token
+        for token in brackets
+        if (spans := spans_of(token))
+        and all(any(a <= s and e <= b for t, (a, b) in described.items() if t != token) for s, e in spans)
+    }
 
     def swap(node: object) -> object:
         if isinstance(node, list):
             return [swap(c) for c in node]
         return changed.get(str(node), node)
 
-    return _unparse(swap(tree)), notes, {new[1:-1]: old[1:-1].strip() for old, new in changed.items()}
+    def about_inside(node: object) -> bool:
+        if isinstance(node, list) and node and str(node[0]).lower() == "not" and len(node) == 2:
+            node = node[1]
+        return isinstance(node, list) and node in atoms and any(str(a) in inside for a in node[1:])
+
+    def prune(node: object) -> object:
+        if not isinstance(node, list) or not node or str(node[0]).lower() not in ("and", "or", "all", "any"):
+            return node
+        kept = [prune(c) for c in node[1:] if not about_inside(c)]
+        kept = [c for c in kept if c is not None]
+        if not kept:
+            return None
+        return kept[0] if len(kept) == 1 and str(node[0]).lower() in ("and", "or") else [node[0], *kept]
+
+    pruned = prune(tree) if inside else tree
+    if pruned is None or not _has_positive(pruned):
+        pruned = tree
+    elif pruned != tree:
+        notes.append(
+            f"{', '.join(sorted(inside))} dropped: the instruction names {'it' if len(inside) == 1 else 'them'} "
+            "only to describe something else"
+        )
+    return _unparse(swap(pruned)), notes, {new[1:-1]: old[1:-1].strip() for old, new in changed.items()}
+
+
+def _has_positive(node: object) -> bool:
+    """Whether ``node`` asks for something (an atom not under ``not``)."""
+    if not isinstance(node, list) or not node:
+        return False
+    head = str(node[0]).lower()
+    if head == "not":
+        return False
+    if all(not isinstance(c, list) for c in node[1:]):
+        return True
+    return any(_has_positive(c) for c in node[1:])
 
 
 def only_negations(sketch: str, domain: GoalDomain) -> bool:

@@ -199,6 +199,9 @@ class GoalDomain:
     """Predicates that say one thing of different kinds (``visited`` -> ``{place: visited-place, ...}``)."""
     implies: Mapping[str, str] = field(default_factory=dict)
     """Unary predicates whose truth implies another's of the same argument (``at-place`` -> ``visited-place``)."""
+    reached_at: Mapping[str, str] = field(default_factory=dict)
+    """Unary predicates only an action at a node makes true, and the visit that implies (``safe`` ->
+    ``visited-object``: inspecting needs the robot at the object); a goal asking for both asks for the first."""
 
     def __post_init__(self) -> None:
         predicates = {p.lower(): tuple(k) for p, k in self.predicates.items()}
@@ -226,7 +229,7 @@ class GoalDomain:
                         f"domain {self.name}: family {family} maps {kind} to {predicate}, "
                         f"which is not a unary predicate over {kind}"
                     )
-        for a, b in self.implies.items():
+        for a, b in {**self.implies, **self.reached_at}.items():
             if predicates.get(a.lower()) is None or predicates.get(a.lower()) != predicates.get(b.lower()):
                 raise SceneRagError(f"domain {self.name}: {a} implies {b}, but their parameters differ")
 
@@ -310,6 +313,7 @@ HERACLES_DOMAIN = GoalDomain(
         "ends-at": {"place": "at-place", "object": "at-object", "room": "in-room"},
     },
     implies={"at-place": "visited-place", "at-object": "visited-object", "in-room": "visited-room"},
+    reached_at={"safe": "visited-object", "holding": "visited-object"},
 )
 """The Heracles paper's goal domain (heracles_agents ``pddl_domain_description.yaml``); ``safe`` is unary."""
 
