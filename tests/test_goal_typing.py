@@ -464,3 +464,12 @@ def test_a_sketch_class_the_instruction_never_mentions_is_a_problem(store: Cyphe
         == []
     )
     assert sketch_problems(draft, links, agent._class_values) == []
+
+
+def test_the_sketch_grammar_keeps_goals_out_of_phrases() -> None:
+    from scenerag.agents.goal_sketch import sketch_grammar
+
+    grammar = sketch_grammar(D, {"room": ["R1", "R2"]})
+    assert grammar.accepts("Goal: (and (holding [trash can in the hallway with most seats]) (in-room R2))")
+    assert not grammar.accepts("Goal: (holding [seating in (all (visited-room hallway) (holding trash))])")
+    assert not grammar.accepts("Goal: (in-room R7)")

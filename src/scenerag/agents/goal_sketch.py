@@ -769,7 +769,8 @@ def sketch_grammar(domain: GoalDomain, symbols: dict[str, list[str]] | None = No
     sp = Ref("sp")
     rules: dict[str, Node] = {
         "sp": Chars(" "),
-        "phrase": seq("[", plus(Chars("^\\]\\n[")), "]"),
+        # words, not a goal: a phrase holds no parentheses ("[seating in (all ...)]" cannot be written)
+        "phrase": seq("[", plus(Chars("^\\]\\n[()")), "]"),
         "var": seq("?", plus(Chars("a-z_0-9"))),
         "goal": alt(
             Ref("atom"),
