@@ -628,6 +628,15 @@ class CypherAgent:
             best = _vote_rounds(rounds)
             if best is not None and best.ok:
                 break
+            if round_ == 0 and self._measures(fresh, examples) and not self._out_of_time(state):
+                # before a plan: one short constrained reply, where a plan costs a call per step
+                formed = self._answer_by_form(state, question, answer_type, links)
+                if formed is not None:
+                    # a candidate of its own: the corrections stay about the model's query
+                    rounds.insert(0, [formed])
+                    best = _vote_rounds(rounds)
+                    if best is not None and best.ok:
+                        break
             if (
                 round_ == 0
                 and best is not None
@@ -637,14 +646,6 @@ class CypherAgent:
                 and self._answer_by_plan(state, question, answer_type)
             ):
                 return
-            if round_ == 0 and self._measures(fresh, examples) and not self._out_of_time(state):
-                formed = self._answer_by_form(state, question, answer_type, links)
-                if formed is not None:
-                    # a candidate of its own: the corrections stay about the model's query
-                    rounds.insert(0, [formed])
-                    best = _vote_rounds(rounds)
-                    if best is not None and best.ok:
-                        break
             latest = vote(fresh)  # the correction is about what the model wrote last
             if latest is None or round_ + 1 >= self._rounds() or self._out_of_time(state):
                 break
