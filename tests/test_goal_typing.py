@@ -398,7 +398,7 @@ def test_agent_answers_a_widened_class_through_the_qa_pipeline(store: CypherStor
 def test_a_room_given_where_a_place_goes_is_any_place_in_it(
     store: CypherStore, hydra_graph: SceneGraph
 ) -> None:
-    """'Leave X somewhere in R3': object-in-place takes a place, the room holds several; any one will do."""
+    """'Leave X anywhere in R3': object-in-place takes a place, the room holds several; any one will do."""
     food = symbols_of_class(hydra_graph, "food")[0]
     rows = store.query(
         "MATCH (:Room {nodeSymbol: 'R3'})-[:CONTAINS]->(p:MeshPlace) RETURN p.nodeSymbol AS s"
@@ -410,6 +410,10 @@ def test_a_room_given_where_a_place_goes_is_any_place_in_it(
     assert result.answer is not None and result.error is None
     want = "(or " + " ".join(f"(object-in-place {food} {p})" for p in places) + ")"
     assert goals_equivalent(parse_goal(result.answer, D), parse_goal(want, D)), result.answer
+    # without a word of choice the room is no place: sent back, not guessed
+    agent, _ = scripted_agent(store, ["Goal: (object-in-place [food] R3)"])
+    result = agent.run("Put the food where the box in R3 is.", task="pddl")
+    assert result.answer is None and "needs a place" in (result.error or "")
 
 
 @pytest.mark.parametrize(

@@ -1457,7 +1457,7 @@ class CypherAgent:
                         {name.lower(), *(v.lower() for v in self._class_values(name))} & named
                     ),
                     holders=self._holders,
-                    members=self._members,
+                    members=self._members if choice else None,  # "somewhere in R3": any place of it
                 )
             except SketchError as exc:
                 state.result.raw_answer = draft.goal
