@@ -477,3 +477,18 @@ def test_the_sketch_grammar_keeps_goals_out_of_phrases() -> None:
     assert grammar.accepts("Goal: (and (holding [trash can in the hallway with most seats]) (in-room R2))")
     assert not grammar.accepts("Goal: (holding [seating in (all (visited-room hallway) (holding trash))])")
     assert not grammar.accepts("Goal: (in-room R7)")
+
+
+def test_a_sketch_that_only_avoids_is_completed_by_a_sample_that_only_asks(store: CypherStore) -> None:
+    agent, model = scripted_agent(
+        store,
+        [
+            "Goal: (not (visited-room [lounge]))",
+            "Goal: (at-object [bicycle])",
+            "Goal: (not (visited-room R1))",
+        ],
+        candidates=3,
+    )
+    result = agent.run("get to the bike w/o going thru the lounge", task="pddl")
+    assert result.answer and goals_equivalent(result.answer, "(and (visited-object O43) (not (visited-room R1)))")
+    assert len(model.calls) == 3  # the greedy reply and two samples; no feedback round

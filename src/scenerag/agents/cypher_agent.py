@@ -1406,10 +1406,15 @@ class CypherAgent:
             draft = self._aligned(state, parse_reply(self._replies(state, 1, grammar)[0], "pddl"), links)
             problems = self._draft_problems(state, draft, links) if attempt == 0 else []
             if problems and self.config.candidates > 1 and not self._out_of_time(state):
-                # a greedy sketch that misses its instruction: the first sampled one that does not wins
-                for reply in self._replies(state, self.config.candidates - 1, grammar, greedy=False):
-                    other = self._aligned(state, parse_reply(reply, "pddl"), links)
-                    if other.goal and not self._draft_problems(state, other, links):
+                # a greedy sketch that misses its instruction: the first sampled one that does not wins,
+                # else the first that the greedy one completes (one only avoids, the other only asks)
+                others = [
+                    self._aligned(state, parse_reply(reply, "pddl"), links)
+                    for reply in self._replies(state, self.config.candidates - 1, grammar, greedy=False)
+                ]
+                joined = [j for other in others if (j := self._complement(draft, other)) is not None]
+                for other in [o for o in others if o.goal] + joined:
+                    if not self._draft_problems(state, other, links):
                         state.result.context.setdefault("sketch_feedback", []).extend(problems)
                         draft, problems = other, []
                         break
@@ -1518,6 +1523,17 @@ class CypherAgent:
             return draft
         state.result.context.setdefault("rewrites", []).extend(notes)
         return _Draft(draft.cypher, goal)
+
+    def _complement(self, a: _Draft, b: _Draft) -> _Draft | None:
+        """``(and a b)`` when one sketch only says what to avoid and the other only what to do ("get to the
+        bike without the lounge": one candidate wrote the avoidance, another the bike); None otherwise."""
+        if not a.goal or not b.goal or (a.cypher and b.cypher):
+            return None
+        avoids = [only_negations(d.goal or "", self.domain) for d in (a, b)]
+        negates = [re.search(r"\(\s*not\b", d.goal or "") is not None for d in (a, b)]
+        if avoids[0] == avoids[1] or negates[avoids.index(False)]:
+            return None
+        return _Draft(a.cypher or b.cypher, f"(and {a.goal} {b.goal})")
 
     def _draft_problems(self, state: RunState, draft: _Draft, links: Sequence[Link]) -> list[str]:
         """What a goal sketch misses of its instruction (symbols, linked things, the verbs' predicates, a
