@@ -490,3 +490,23 @@ def test_a_query_that_negates_nothing_for_a_negated_question_is_sent_back(store:
     # kept when written again: the doubt is a question to the model, not a veto
     agent, model = scripted_agent(store, [inside, inside])
     assert agent.run("How many objects didn't get assigned to any room?", answer_type="number").answer
+
+
+def test_two_values_asked_of_one_key_are_no_true_not_found(store: CypherStore) -> None:
+    from scenerag.agents.cypher_agent import conflicting_filters
+
+    both = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'storage'}) WHERE o.class = 'furniture' "
+        "WITH r, count(o) AS n ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol"
+    )
+    assert conflicting_filters(both) == ["o.class is asked to be 'furniture' and 'storage'"]
+    assert conflicting_filters("MATCH (o:Object) WHERE o.class = 'a' OR o.class = 'b' RETURN o") == []
+    assert conflicting_filters("MATCH (o {class: 'a'}) RETURN o UNION MATCH (o {class: 'b'}) RETURN o") == []
+    right = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'storage'}) "
+        "WITH r, count(o) AS n ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol"
+    )
+    agent, model = scripted_agent(store, [both, right])
+    result = agent.run("Which room has the most storage furniture in it?", answer_type="string")
+    assert result.answer == store.query(right).rows[0]["r.nodeSymbol"] and len(model.calls) == 2
+    assert "a node has one value" in str(model.calls[1].messages[-1].content)

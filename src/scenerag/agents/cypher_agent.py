@@ -1104,6 +1104,8 @@ class CypherAgent:
         """Whether the query filters on a value the graph does not hold (its answer is "not found" whatever
         else it copied)."""
         schema = self.store.schema()
+        if conflicting_filters(query):
+            return False  # "storage AND furniture" for one node finds nothing whatever the graph holds
         return any(
             schema.value_owner(v) is None and not is_symbol(v) for v in re.findall(r"'([^']*)'", query)
         )
@@ -1116,6 +1118,9 @@ class CypherAgent:
         hint = ""
         if unused:
             hint = " The question mentions " + "; ".join(link.describe() for link in unused) + "."
+        conflicts = conflicting_filters(query)
+        if conflicts:
+            return f"That query returned no rows: {'; '.join(conflicts)}, and a node has one value.{hint}"
         return (
             "That query returned no rows, but what it asks for exists in the graph, so the pattern is "
             f"probably wrong (direction, hops, or a filter).{hint}"
@@ -1620,6 +1625,35 @@ def unused_links(query: str, links: Sequence[Link]) -> list[Link]:
 
 
 _AGGREGATE = re.compile(r"\b(?:count|sum|avg|min|max|collect|size)\s*\(", re.I)
+
+
+_KEY_FILTER = (
+    re.compile(r"\((?P<v>\w+)(?::\w+)*\s*\{(?P<map>[^{}]*)\}"),
+    re.compile(r"\b(?P<v>\w+)\.(?P<k>\w+)\s*=\s*'(?P<val>[^']*)'"),
+)
+
+
+def conflicting_filters(query: str) -> list[str]:
+    """Equality filters that ask one variable's key for two values (``(o:Object {class: 'storage'}) WHERE
+    o.class = 'furniture'``): such a query finds nothing whatever the graph holds. One phrase each."""
+    out: list[str] = []
+    node_map, equality = _KEY_FILTER
+    # one clause at a time (a variable may be bound anew after WITH or UNION); an OR makes no conjunction
+    for part in re.split(r"(?i)\bWITH\b|\bUNION\b", query):
+        if re.search(r"(?i)\b(?:OR|XOR)\b", part):
+            continue
+        seen: dict[tuple[str, str], set[str]] = {}
+        for m in node_map.finditer(part):
+            for k, val in re.findall(r"(\w+)\s*:\s*'([^']*)'", m.group("map")):
+                seen.setdefault((m.group("v"), k), set()).add(val.lower())
+        for m in equality.finditer(part):
+            seen.setdefault((m.group("v"), m.group("k")), set()).add(m.group("val").lower())
+        out += [
+            f"{v}.{k} is asked to be {' and '.join(repr(x) for x in sorted(vals))}"
+            for (v, k), vals in seen.items()
+            if len(vals) > 1
+        ]
+    return out
 
 
 def ranked_count_query(query: str) -> tuple[str, int] | None:
