@@ -510,3 +510,12 @@ def test_two_values_asked_of_one_key_are_no_true_not_found(store: CypherStore) -
     result = agent.run("Which room has the most storage furniture in it?", answer_type="string")
     assert result.answer == store.query(right).rows[0]["r.nodeSymbol"] and len(model.calls) == 2
     assert "a node has one value" in str(model.calls[1].messages[-1].content)
+
+
+def test_words_for_a_direct_connection_are_told_as_the_layers_edge(store: CypherStore) -> None:
+    agent, _ = scripted_agent(store, [])
+    question = "From the lounge, which rooms can I walk straight into?"
+    prompt = agent.user_prompt(question, "qa", agent.linker().link(question), [])
+    assert "'straight into' is (r:Room)-[:ROOM_CONNECTED]-(:Room), one hop" in prompt
+    plain = "What is the closest thing to the bed?"
+    assert "CONNECTED" not in agent.user_prompt(plain, "qa", agent.linker().link(plain), [])

@@ -375,10 +375,11 @@ class CypherAgent:
         parts = []
         if examples:
             parts.append("Examples:\n" + "\n\n".join(e.render() for e in examples))
-        if links:
-            # goal sketches name classes as [class]: listing their nodes invites copying one of them
-            described = "; ".join(link.describe(symbols=task == "qa") for link in links)
-            parts.append(f"In this graph: {described}.")
+        said = [link.describe(symbols=task == "qa") for link in links]  # in a sketch, [class]: no nodes
+        if task == "qa":
+            said += self._relation_phrases(question, links)
+        if said:
+            parts.append(f"In this graph: {'; '.join(said)}.")
         if task == "pddl":
             parts.append(f"Instruction: {question}")
         else:
@@ -387,6 +388,22 @@ class CypherAgent:
                 f"Q: {question}" + (f"\n({hint})" if hint and answer_type in ("dict", "list") else "")
             )
         return "\n\n".join(parts)
+
+    def _relation_phrases(self, question: str, links: Sequence[Link]) -> list[str]:
+        """What the question's words for a direct connection mean in this graph ("'walk straight into' is
+        (:Room)-[:ROOM_CONNECTED]-(:Room)"): the language's ``connection_words``, for the layer the question
+        asks about or names that has same-layer edges; empty otherwise."""
+        found = self.words.says(question, self.words.connection_words)
+        if not found:
+            return []
+        schema = self.store.schema()
+        own = {a: t for (a, t, b) in schema.patterns if a == b and t.endswith("_CONNECTED")}
+        asked = self._asked_label(question, links)
+        for label in [asked, *(link.label for link in links)]:
+            if label in own:
+                words = ", ".join(repr(w) for w in found)
+                return [f"{words} is ({label[0].lower()}:{label})-[:{own[label]}]-(:{label}), one hop"]
+        return []
 
     def grammar(self, question: str) -> str | None:
         """The GBNF grammar for queries about ``question`` (None when the model cannot follow one, or the

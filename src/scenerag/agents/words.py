@@ -63,6 +63,8 @@ class Words:
     #: ``description_openers`` right after the class ("the chairs *in* the hallway next to the lounge") and
     #: ends at punctuation or one of ``clause_words`` ("..., *then* stay there")
     description_openers: tuple[str, ...] = ()
+    #: words for a direct connection between two nodes of one layer ("border", "walk straight into")
+    connection_words: tuple[str, ...] = ()
     #: a question saying one of these asks about what is not so ("objects that didn't get a room")
     negation_words: tuple[str, ...] = ()
     clause_words: tuple[str, ...] = ()
@@ -196,6 +198,7 @@ _LISTS = (
     "position_words",
     "description_openers",
     "negation_words",
+    "connection_words",
     "clause_words",
     "answer_words",
     "mass_nouns",
@@ -254,6 +257,7 @@ def _merge(files: Sequence[Path]) -> Words:
         position_words=tuple(lists.get("position_words", ())),
         description_openers=tuple(lists.get("description_openers", ())),
         negation_words=tuple(lists.get("negation_words", ())),
+        connection_words=tuple(lists.get("connection_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
         layer_words=layers,
         floors=floors,
