@@ -17,6 +17,7 @@ from scenerag.agents.examples import ExampleLibrary, GraphRoles, load_examples
 from scenerag.agents.goal_sketch import SketchError, resolve_sketch
 from scenerag.agents.linking import EntityLinker, mask_question
 from scenerag.agents.query_repair import repair_query
+from scenerag.agents.words import load_words
 from scenerag.lang import HERACLES_DOMAIN, goals_equivalent, sldp_equal
 from scenerag.store import CypherStore, open_store
 
@@ -208,6 +209,9 @@ def test_format_rows_shapes() -> None:
     yes_no = "RETURN EXISTS { MATCH (a)-[:ROOM_CONNECTED]-(b) }"
     assert format_rows(["e"], [{"e": False}], query=yes_no, question="Are R1 and R5 connected?") == "no"
     assert format_rows(["e"], [{"e": True}], query=yes_no, question="Is R1 next to R2?") == "yes"
+    words = load_words()
+    assert words.is_yes_no("Did you see a bed in any of the hallways?")
+    assert not words.is_yes_no("Did the robot map more boxes or more lights? Answer box or light.")
     # a yes/no question answered by one count: whether anything was counted (a number when asked for one)
     counted = "MATCH (:Room {nodeSymbol: 'R2'})-[:CONTAINS*]->(o:Object) RETURN count(DISTINCT o) AS n"
     assert format_rows(["n"], [{"n": 0}], query=counted, question="Is there a bin in R2?") == "no"
