@@ -519,3 +519,21 @@ def test_words_for_a_direct_connection_are_told_as_the_layers_edge(store: Cypher
     assert "'straight into' is (r:Room)-[:ROOM_CONNECTED]-(:Room), one hop" in prompt
     plain = "What is the closest thing to the bed?"
     assert "CONNECTED" not in agent.user_prompt(plain, "qa", agent.linker().link(plain), [])
+
+
+def test_a_negated_pattern_for_a_question_that_negates_nothing_is_sent_back(store: CypherStore) -> None:
+    wrong = (
+        "MATCH (a:Room {nodeSymbol: 'R5'}), (b:Room) WHERE b <> a AND NOT EXISTS { MATCH (a)-[:ROOM_CONNECTED]-(b) } "
+        "RETURN b.nodeSymbol"
+    )
+    right = "MATCH (:Room {nodeSymbol: 'R5'})-[:ROOM_CONNECTED]-(b:Room) RETURN DISTINCT b.nodeSymbol"
+    agent, model = scripted_agent(store, [wrong, right])
+    result = agent.run("which rooms connect directly to R5?", answer_type="set")
+    want = "<" + ", ".join(sorted(r["b.nodeSymbol"] for r in store.query(right).rows)) + ">"
+    assert result.answer and sldp_equal(result.answer, want) and len(model.calls) == 2
+    assert "drop the NOT" in str(model.calls[1].messages[-1].content)
+    # a question that excludes something may negate a pattern
+    agent, model = scripted_agent(store, [wrong])
+    assert (
+        agent.run("which rooms are not connected to R5?", answer_type="set").answer and len(model.calls) == 1
+    )

@@ -120,6 +120,8 @@ VotePolicy = Literal["adaptive", "always"]
 _MAX_GRAMMAR_SYMBOLS = 5000
 _NEGATES = re.compile(r"(?i)\bNOT\b|<>|!=|\bIS\s+NULL\b|\bnone\s*\(|=\s*0(?![.\d])|<\s*1(?![.\d])")
 """A query that negates: NOT, <>, IS NULL, none(...), a count compared with 0."""
+_NEGATES_PATTERN = re.compile(r"(?i)\bNOT\s+EXISTS\b|\bNOT\s*\(|\bWHERE\s+NOT\b|\bAND\s+NOT\b|\bnone\s*\(")
+"""A query that asks a pattern or condition not to hold (``x <> ref`` is no such negation)."""
 
 
 @dataclass
@@ -944,6 +946,17 @@ class CypherAgent:
                 (
                     "negation",
                     f"The question says {negated[0]!r}, but the query negates nothing (NOT, <>, = 0, IS NULL).",
+                )
+            )
+        elif (
+            not negated
+            and _NEGATES_PATTERN.search(query)
+            and not self.words.says(question, self.words.exclusion_words)
+        ):
+            doubts.append(
+                (
+                    "negation",
+                    "The question asks for what is so, but the query asks for a pattern NOT to hold: drop the NOT.",
                 )
             )
         named = _named_nodes(links)

@@ -67,6 +67,8 @@ class Words:
     connection_words: tuple[str, ...] = ()
     #: a question saying one of these asks about what is not so ("objects that didn't get a room")
     negation_words: tuple[str, ...] = ()
+    #: words besides ``negation_words`` that may ask for a pattern not to hold ("no", "other", "except")
+    exclusion_words: tuple[str, ...] = ()
     clause_words: tuple[str, ...] = ()
     #: word -> the ontology labels it names ("mesh place" -> ("MeshPlace",)); () for a word naming any node
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -198,6 +200,7 @@ _LISTS = (
     "position_words",
     "description_openers",
     "negation_words",
+    "exclusion_words",
     "connection_words",
     "clause_words",
     "answer_words",
@@ -257,6 +260,7 @@ def _merge(files: Sequence[Path]) -> Words:
         position_words=tuple(lists.get("position_words", ())),
         description_openers=tuple(lists.get("description_openers", ())),
         negation_words=tuple(lists.get("negation_words", ())),
+        exclusion_words=tuple(lists.get("negation_words", ())) + tuple(lists.get("exclusion_words", ())),
         connection_words=tuple(lists.get("connection_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
         layer_words=layers,
