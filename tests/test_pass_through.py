@@ -96,7 +96,7 @@ def test_the_schema_grammar_accepts_every_reference_query(stores: dict[str, Cyph
         strings, pattern = agent._grammar_strings()
         for path in _sets(graph):
             for q in load_questions(path):
-                if not q.cypher:
+                if not q.cypher or q.task != "qa":  # an instruction's query is its writer's, not the model's
                     continue
                 checked += 1
                 grammar = cypher_grammar(

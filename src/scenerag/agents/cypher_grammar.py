@@ -63,6 +63,7 @@ _PUNCT = (
     "^",
     "{",
     "}",
+    "..",  # a list slice: nodes(p)[1..-1]
 )
 
 
