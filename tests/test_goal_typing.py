@@ -313,6 +313,11 @@ _MENTIONS = {
             "(object-in-place [box] P2541)",
             "(object-in-place [box that's nearest the bicycle] P2541)",
         ),
+        (  # a compound name and an adverb between the class and its description
+            "There's some kind of storage unit right by the box. Can you inspect it?",
+            "(safe [storage])",
+            "(safe [storage unit right by the box])",
+        ),
         # unchanged: a destination right after the class, no opener, a clause word, already a description
         ("Put the box in R3.", "(object-in-place [box] R3)", None),
         ("Go by the box first, then wait in R3.", "(and (visited-object [box]) (in-room R3))", None),
@@ -346,14 +351,16 @@ def test_a_class_the_instruction_describes_is_widened_to_its_description(
             "(and (visited-room R2) (visited-room R3))",
             "(and (visited-room R2) (in-room R3))",
         ),
-        # unchanged: it already ends somewhere; no word asks to end; nothing is named after that word
+        # nothing named after the word: the thing named last before it ("stay there")
+        (
+            "make your way to R5 and stay there. keep out of R2 tho",
+            "(and (visited-room R5) (not (visited-room R2)))",
+            "(and (in-room R5) (not (visited-room R2)))",
+        ),
+        # unchanged: it already ends somewhere; no word asks to end; "stay out of" asks for no end
         ("Visit R2, then wait in R3.", "(and (visited-room R2) (in-room R3))", None),
         ("Go to R2 and R3.", "(and (visited-room R2) (visited-room R3))", None),
-        (
-            "Visit R2, R3 and R4 and stay there.",
-            "(and (visited-room R2) (visited-room R3) (visited-room R4))",
-            None,
-        ),
+        ("Visit R5 but stay out of R4.", "(and (visited-room R5) (not (visited-room R4)))", None),
     ],
 )
 def test_a_visit_named_after_a_word_that_asks_to_end_ends_there(
@@ -490,5 +497,14 @@ def test_a_sketch_that_only_avoids_is_completed_by_a_sample_that_only_asks(store
         candidates=3,
     )
     result = agent.run("get to the bike w/o going thru the lounge", task="pddl")
-    assert result.answer and goals_equivalent(result.answer, "(and (visited-object O43) (not (visited-room R1)))")
+    assert result.answer and goals_equivalent(
+        result.answer, "(and (visited-object O43) (not (visited-room R1)))"
+    )
     assert len(model.calls) == 3  # the greedy reply and two samples; no feedback round
+
+
+def test_a_described_room_is_no_scope_for_a_class_the_sketch_left_out() -> None:
+    sketch = "(in-room [hallway with the bike])"
+    assert scope_to_named_class(sketch, ["food"], D, set(), {"hallway with the bike"}) == (sketch, [])
+    scoped, notes = scope_to_named_class("(in-room R5)", ["seating"], D, {"R5"})
+    assert scoped == "(in-room [seating in R5])" and notes

@@ -22,7 +22,7 @@ predicate families an instruction asks for by the words of its language (data, n
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from scenerag.agents.words import Words
@@ -338,9 +338,10 @@ def end_where_said(
 ) -> tuple[str, list[str]]:
     """A sketch that only visits where the instruction also says where to end ("go by the bed first, then
     end up next to the bike" sketched two ``visited-object`` atoms): the visit of the first thing named
-    after the last word that asks to end (the language's ``goal_words`` of the ``ends-at`` family) becomes
-    the family's predicate for it (``(at-object [bicycle])``). Unchanged when the sketch already ends
-    somewhere, says no visit, or names nothing after that word; a note when changed."""
+    after the last word that asks to end (the language's ``goal_words`` of the ``ends-at`` family, not inside
+    a longer phrase of another family: "stay out of") becomes the family's predicate for it (``(at-object
+    [bicycle])``); with nothing named after it, the visit named last before it ("go to R5 and stay there").
+    Unchanged when the sketch already ends somewhere or says no visit; a note when changed."""
     table = words.goal_words
     ends, visits = "ends-at", "visited"
     if ends not in domain.families or visits not in domain.families or ends not in table:
@@ -348,14 +349,20 @@ def end_where_said(
     tree = _parsed(sketch)
     if tree is None or ends in _keys_positive(tree, domain):
         return sketch, []
-    said = words.said_spans(instruction, table[ends])
+    others = [span for key, ws in table.items() if key != ends for span in words.said_spans(instruction, ws)]
+    said = [
+        (s, e)
+        for s, e in words.said_spans(instruction, table[ends])
+        if not any(a <= s and e <= b and b - a > e - s for a, b in others)  # "stay out of": not
+    ]
     if not said:
         return sketch, []
     after = said[-1][1]
     best: tuple[int, list] | None = None
+    last_before: tuple[int, list] | None = None  # "go to R5 and stay there": the thing named last before
 
     def walk(node: object) -> None:
-        nonlocal best
+        nonlocal best, last_before
         if not isinstance(node, list) or not node:
             return
         head = str(node[0]).lower()
@@ -365,19 +372,22 @@ def end_where_said(
             arg = str(node[1])
             inner = arg[1:-1].strip() if arg.startswith("[") else arg
             names = [inner, inner.replace("_", " "), *mentions(inner)]
-            starts = [
-                a for a, _ in words.said_spans(instruction, [n.lower() for n in names if n]) if a >= after
-            ]
+            spans = words.said_spans(instruction, [n.lower() for n in names if n])
+            starts = [a for a, _ in spans if a >= after]
             if starts and (best is None or min(starts) < best[0]):
                 best = (min(starts), node)
+            before = [a for a, _ in spans if a < said[-1][0]]
+            if before and (last_before is None or max(before) > last_before[0]):
+                last_before = (max(before), node)
             return
         for child in node[1:]:
             walk(child)
 
     walk(tree)
-    if best is None:
+    chosen = best or last_before
+    if chosen is None:
         return sketch, []
-    atom = best[1]
+    atom = chosen[1]
     kind = domain.predicates[str(atom[0]).lower()][0]
     member = domain.families[ends].get(kind)
     if member is None:
@@ -528,14 +538,19 @@ def _main_goal(tree: list, named: set[str], unused: set[str], domain: GoalDomain
 
 
 def scope_to_named_class(
-    sketch: str, unused: list[str], domain: GoalDomain, named: set[str] | None = None
+    sketch: str,
+    unused: list[str],
+    domain: GoalDomain,
+    named: set[str] | None = None,
+    described: Collection[str] = (),
 ) -> tuple[str, list[str]]:
     """A sketch that names a room where the instruction names a class of objects in it ("wait by one of the
     chairs in R5" sketched ``(in-room R5)``): with exactly one object class the instruction names and the
     sketch leaves out (``unused``), and exactly one positive atom over a room, that atom is about the
     class's members in the room (``(in-room [seating in R5])``; the graph then types the predicate). A room
     given as a symbol the instruction does not name (``named``: "the hallway where the bike is" already
-    found as R3) is the model's answer, not the instruction's scope: unchanged."""
+    found as R3) is the model's answer, not the instruction's scope, and a room phrase widened to the
+    instruction's description (``described``) is no scope either: unchanged."""
     if len(unused) != 1:
         return sketch, []
     tree = _parsed(sketch)
@@ -563,6 +578,8 @@ def scope_to_named_class(
     atom = rooms[0]
     if named is not None and ont.has_symbol_shape(str(atom[1])) and str(atom[1]) not in named:
         return sketch, []
+    if str(atom[1]).strip("[]").strip() in described:
+        return sketch, []  # a room the instruction describes ("the hallway with the bike") is no scope
     where = str(atom[1]).strip("[]")
     before = _unparse(atom)
     atom[1] = f"[{unused[0]} in {where}]"
@@ -575,12 +592,12 @@ _BREAK = re.compile(r"[,.;:!?()]|\s[-\u2013\u2014]+(?:\s|$)")
 
 def _head_gap(gap: str, words: Words) -> bool:
     """Whether ``gap`` may stand between a class's mention and its description: stop words ("the box
-    *that's* nearest") and at most one other word, the rest of a compound name ("storage *unit* in"), but no
-    clause break."""
+    *that's* nearest") and at most two other words, the rest of a compound name and an adverb ("storage
+    *unit right* by"), but no clause break."""
     said = re.findall(r"[a-z]+", gap)
     if _BREAK.search(gap) or words.said_spans(gap, words.clause_words):
         return False
-    return sum(1 for w in said if len(w) > 1 and w not in words.stop) <= 1
+    return sum(1 for w in said if len(w) > 1 and w not in words.stop) <= 2
 
 
 def widen_to_descriptions(
