@@ -508,3 +508,17 @@ def test_a_described_room_is_no_scope_for_a_class_the_sketch_left_out() -> None:
     assert scope_to_named_class(sketch, ["food"], D, set(), {"hallway with the bike"}) == (sketch, [])
     scoped, notes = scope_to_named_class("(in-room R5)", ["seating"], D, {"R5"})
     assert scoped == "(in-room [seating in R5])" and notes
+
+
+def test_through_the_agent_a_widened_room_is_no_scope(store: CypherStore) -> None:
+    """The room the instruction describes ("the hallway with the bike") is not turned into "[food in ...]"
+    (widened phrases are kept for the whole instruction, so a later draft that copies one is judged alike)."""
+    agent, _ = scripted_agent(
+        store,
+        [
+            "Goal: (in-room [hallway])",
+            "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(:Object {class: 'bicycle'}) RETURN r.nodeSymbol",
+        ],
+    )
+    result = agent.run("Grab the food, then go hang out in the hallway with the bike.", task="pddl")
+    assert not any("[food in" in note for note in result.context.get("rewrites", []))

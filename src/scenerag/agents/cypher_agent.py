@@ -1551,7 +1551,7 @@ class CypherAgent:
             and not any(m.lower() in text for m in (link.value, *link.mentions, *link.symbols))
         ]
         goal, more = scope_to_named_class(
-            goal, list(dict.fromkeys(unused)), self.domain, set(_named_nodes(links)), set(widened)
+            goal, list(dict.fromkeys(unused)), self.domain, set(_named_nodes(links)), set(self._widened)
         )
         notes += more
         if not notes:
