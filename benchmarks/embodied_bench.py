@@ -100,7 +100,11 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
         style=args.style,
         seed=args.seed,
         planner=PlannerConfig(
-            max_steps=args.max_steps, list_calls=args.list_calls, walkthrough=args.walkthrough
+            max_steps=args.max_steps,
+            list_calls=args.list_calls,
+            walkthrough=args.walkthrough,
+            refuse_undo=not args.allow_undo,
+            task_words=not args.all_words,
         ),
         count_along=count_along,
     )
@@ -235,6 +239,16 @@ def main(argv: list[str] | None = None) -> None:
         "--walkthrough",
         action="store_true",
         help="end the system prompt with the environment's example episode of another task",
+    )
+    parser.add_argument(
+        "--allow-undo",
+        action="store_true",
+        help="do not refuse a call that would only undo the robot's last change (close after open, ...)",
+    )
+    parser.add_argument(
+        "--all-words",
+        action="store_true",
+        help="retrieving agents' search takes every object type, not only the task's words",
     )
     parser.add_argument(
         "--pre-retrieval",

@@ -15,7 +15,7 @@ feeds back.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -362,6 +362,7 @@ def build_menu(
     refused: Mapping[CallKey, str] | None = None,
     objects_line: bool = False,
     thought_chars: int = 160,
+    words: Collection[str] | None = None,
 ) -> ActionMenu:
     """The menu of one step.
 
@@ -370,11 +371,14 @@ def build_menu(
     context (what the planner can name); ``holding``: whether the robot's hand holds something (actions
     whose ``hand`` rule fails are left out); ``refused``: calls that failed with nothing changed since,
     mapped to the message saying why they are refused (their ids are left out of the grammar; the parser
-    refuses text-argument repeats). An action whose required object parameter has no candidate is left out;
+    refuses text-argument repeats); ``words``: where given, a text parameter with a vocabulary offers only
+    these of its words (compared by :func:`normalize_text`; e.g. the object types the task is about). An
+    action whose required object parameter has no candidate is left out;
     if refusals would leave nothing, they are ignored for the grammar (the parser still refuses them).
     """
     by_name = {s.name: s for s in specs}
     refused = dict(refused or {})
+    keep = None if words is None else {normalize_text(w) for w in words}
     actions: list[MenuAction] = []
     offered_specs: dict[str, ActionSpec] = {}
     for name in offered:
@@ -394,6 +398,8 @@ def build_menu(
                     choices.append(None)  # free words
                     continue
                 words = parameter.choices
+                if keep is not None:
+                    words = tuple(w for w in words if normalize_text(w) in keep)
                 if len(spec.parameters) == 1:
                     words = tuple(w for w in words if (name, (normalize_text(w),)) not in refused)
                 if not words and parameter.required:
@@ -412,7 +418,9 @@ def build_menu(
             actions.append(MenuAction(spec, tuple(choices)))
     menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects)
     if not actions:
-        fallback = build_menu(specs, offered, objects, holding=holding, objects_line=objects_line)
+        fallback = build_menu(
+            specs, offered, objects, holding=holding, objects_line=objects_line, words=words
+        )
         fallback.refused = refused
         fallback.thought_chars = thought_chars
         return fallback
