@@ -243,3 +243,27 @@ def test_refused_words_are_left_out_of_the_free_text_grammar_in_any_spelling() -
     for allowed in ("light", "light switch 2", "eggs", "Egg cup", "Fridge", "l", "e"):
         assert _matches(rules, "t", allowed), allowed
     assert not _matches(rules, "t", "") and not _matches(rules, "t", " egg")
+
+
+def test_only_whole_words_and_ids_of_what_a_refusal_meant_stay() -> None:
+    """A refused word or id takes the words and ids it begins with out of the grammar too: with Potato
+    refused, a model meaning Potato cannot stop at Pot; with Cabinet_11 refused, not at Cabinet_1."""
+    cabinets = {
+        "Cabinet_1": {"openable": True, "isOpen": False, "receptacle": True, **NEAR},
+        "Cabinet_11": {"openable": True, "isOpen": False, "receptacle": True, **NEAR},
+        "Cabinet_2": {"openable": True, "isOpen": False, "receptacle": True, **NEAR},
+    }
+    refused = {
+        ("search", ("potato",)): "Refused: search(Potato) changed nothing",
+        ("open", ("Cabinet_11",)): "Refused: open(Cabinet_11) failed",
+    }
+    m = build_menu(HOUSEHOLD.actions, OFFERED, cabinets, holding=False, refused=refused)
+    words = ids(m, "search") or ()
+    assert "Potato" not in words and "Pot" not in words and "Pan" in words
+    assert ids(m, "open") == ("Cabinet_2",)
+    plain = build_menu(HOUSEHOLD.actions, OFFERED, cabinets, holding=False)
+    assert {"Pot", "Potato"} <= set(ids(plain, "search") or ())
+    assert ids(plain, "open") == ("Cabinet_1", "Cabinet_11", "Cabinet_2")
+    # the task's words restrict the vocabulary
+    task = build_menu(HOUSEHOLD.actions, OFFERED, cabinets, holding=False, words=["potato", "Pot"])
+    assert ids(task, "search") == ("Pot", "Potato")

@@ -15,7 +15,7 @@ feeds back.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -353,6 +353,13 @@ def _text_excluding(name: str, refused: Iterable[str]) -> dict[str, str]:
 DONE_SPEC = ActionSpec(DONE_ACTION, "the task is complete.")
 
 
+def _whole(values: Sequence[str], refused: Collection[str], key: Callable[[str], str]) -> tuple[str, ...]:
+    """``values`` without the refused ones (compared by ``key``) and without those that are the beginning
+    of a refused one: a grammar of literal alternatives lets a model that means the refused ``Potato`` stop
+    at ``Pot`` (or ``Cabinet_1`` for ``Cabinet_11``), so only whole words of what it may mean stay."""
+    return tuple(v for v in values if not any(r.startswith(key(v)) for r in refused))
+
+
 def build_menu(
     specs: Sequence[ActionSpec],
     offered: Iterable[str],
@@ -401,14 +408,14 @@ def build_menu(
                 if keep is not None:
                     words = tuple(w for w in words if normalize_text(w) in keep)
                 if len(spec.parameters) == 1:
-                    words = tuple(w for w in words if (name, (normalize_text(w),)) not in refused)
+                    words = _whole(words, {v[0] for n, v in refused if n == name and v}, normalize_text)
                 if not words and parameter.required:
                     usable = False
                 choices.append(words)
                 continue
             ids = tuple(i for i, attributes in objects.items() if parameter.allows(attributes))
             if len(spec.parameters) == 1:
-                ids = tuple(i for i in ids if (name, (i,)) not in refused)
+                ids = _whole(ids, {v[0] for n, v in refused if n == name and v}, str)
             if not ids and parameter.required:
                 usable = False
             choices.append(ids)
