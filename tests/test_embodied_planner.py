@@ -120,12 +120,16 @@ def run(
     native: bool = False,
     max_steps: int = 6,
     task_words: bool = False,
+    **options: Any,
 ) -> tuple[EpisodeResult, ScriptedChatModel]:
     """One episode planned by ``router``; ``task_words`` off by default: most tests search for other types
-    to move the robot around (the task words have their own tests)."""
+    to move the robot around (the task words have their own tests); ``options``: more PlannerConfig."""
     model = ScriptedChatModel([router] * 100, supports_tools=native)
     config = PlannerConfig(
-        max_steps=max_steps, tool_interface="native" if native else "text", task_words=task_words
+        max_steps=max_steps,
+        tool_interface="native" if native else "text",
+        task_words=task_words,
+        **options,
     )
     agent = EmbodiedPlanner(model, kind, HOUSEHOLD, embedder=WordEmbedder(), config=config)
     result = agent.run(HouseholdEpisode.create("l_shape", 0, distractors), get_task(task_id))
@@ -488,7 +492,7 @@ def test_a_no_op_is_refused_again_when_the_robot_comes_back_to_the_same_situatio
     with nothing done in between (going away and back is no progress)."""
     calls = ["Fridge", "Fridge", "LightSwitch", "Fridge", "Fridge"]
     router = Router([act("search", c) for c in calls])
-    result, _ = run("embodiedrag-strict", router, max_steps=len(calls))
+    result, _ = run("embodiedrag-strict", router, max_steps=len(calls), refuse_known_answers=False)
     outcomes = [(s.ok, s.refused) for s in result.trajectory]
     assert outcomes[1] == (True, False) and not result.trajectory[1].graph_changed  # the first no-op
     assert outcomes[:4] == [(True, False)] * 4 and outcomes[4] == (False, True)  # back at the fridge
@@ -501,7 +505,7 @@ def test_going_round_in_a_loop_is_refused() -> None:
     (discoveries are not progress: the situation is what the robot has done, where it is, what it holds)."""
     calls = ["Fridge", "LightSwitch", "Fridge", "LightSwitch", "Fridge", "LightSwitch"]
     router = Router([act("search", c) for c in calls])
-    result, model = run("embodiedrag-strict", router, max_steps=len(calls))
+    result, model = run("embodiedrag-strict", router, max_steps=len(calls), refuse_known_answers=False)
     assert "Newly discovered" in result.trajectory[1].observation
     outcomes = [(s.ok, s.refused) for s in result.trajectory]
     assert outcomes[:4] == [(True, False)] * 4 and outcomes[4] == (False, True)
@@ -949,3 +953,24 @@ def test_undo_refusal_can_be_turned_off() -> None:
     config = PlannerConfig(max_steps=3, refuse_undo=False, stop_on_success=False)
     result, _, episode = strict_episode(router, "easy_02", config)
     assert not result.trajectory[2].refused and "close" in [a for a, _, _ in episode.env.history]
+
+
+def test_a_call_whose_answer_is_known_is_refused_wherever_the_robot_stands() -> None:
+    """search(Pan) names the closed cabinet to open; asked again from elsewhere with nothing changed, it
+    gives the same answer, so from then on it is refused wherever the robot stands, until something is
+    done to an object (the cabinet opened), when it is offered again."""
+    first = [act("search", "Pan"), act("search", "Fridge"), act("search", "Pan")]  # step 3: same answer
+    router = Router([*first, act("search", "Fridge"), act("search", "Pan")])
+    result, model = run("embodiedrag-strict", router, max_steps=5, stop_on_success=False)
+    steps = result.trajectory
+    assert steps[0].observation.split(" Newly")[0] == steps[2].observation.split(" Newly")[0]
+    assert steps[3].ok and not steps[3].refused  # back at the fridge
+    assert steps[4].refused and "search(Pan) at step 3 gave the same answer as at step 1" in (
+        steps[4].observation
+    )
+    assert '"Pan"' not in rule(planner_calls(model)[4].grammar, "search-arg0")
+    router = Router([*first, act("open", "Cabinet_11"), act("search", "Pan")])
+    result, model = run("embodiedrag-strict", router, max_steps=5, stop_on_success=False)
+    steps = result.trajectory
+    assert steps[3].ok and steps[4].ok and not steps[4].refused  # the cabinet was opened: a new answer
+    assert '"Pan"' in rule(planner_calls(model)[4].grammar, "search-arg0")

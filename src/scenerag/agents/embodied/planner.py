@@ -129,7 +129,10 @@ class PlannerConfig:
     vocabulary (household ``search``: the object types) offers only the words of the task: the nearest
     vocabulary word to each pre-retrieved entity (exact match first, else the embedder's nearest) and the
     classes of the objects the environment's last answer named; the other words stay out of the grammar
-    (Full-Mem and ReAct keep the whole vocabulary).
+    (Full-Mem and ReAct keep the whole vocabulary); ``refuse_known_answers``: a call that worked and gave
+    the same answer as the same call earlier (the answer's "Newly discovered" tail aside), with nothing
+    done to objects or the hand in between, is refused wherever the robot stands until something changes
+    (its answer is known: ``search(Plate)`` keeps naming the closed cabinet to open).
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -148,6 +151,7 @@ class PlannerConfig:
     walkthrough: bool = False
     refuse_undo: bool = True
     task_words: bool = True
+    refuse_known_answers: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -351,6 +355,7 @@ class _Failure:
     reason: str  # the environment's message for a failure; "" for a no-op or a loop
     loop: bool = False  # worked, but led back to a situation the episode had been in
     undoes: str = ""  # would put back what this earlier call (the robot's last change) did
+    same_as: int | None = None  # gave the same answer as at this earlier step, nothing changed since
 
 
 @dataclass(frozen=True)
@@ -430,7 +435,9 @@ class ProgressSignature:
         self.ignore = frozenset(ignore)
         self.first: dict[str, int] = {}
 
-    def __call__(self, graph: SceneGraph) -> int:
+    def __call__(self, graph: SceneGraph, *, place: bool = True) -> int:
+        """The signature of ``graph``; ``place=False`` leaves the robot's place out (what it has done to
+        objects and what it holds, wherever it stands)."""
         changed: list[tuple[str, int]] = []
         for node in graph.nodes(ont.OBJECT):
             own = _own_state(graph, node, self.ignore)
@@ -439,7 +446,7 @@ class ProgressSignature:
         agents = sorted(
             (
                 a.symbol,
-                repr(a.attributes.get("place")),
+                repr(a.attributes.get("place")) if place else "",
                 tuple(sorted(c.symbol for c in graph.children(a.symbol, HOLDS))),
             )
             for a in graph.nodes(ont.AGENT)
@@ -760,6 +767,8 @@ class EmbodiedPlanner:
         progress = ProgressSignature(self.spec.agent_relative_attributes)
         visited = {progress(graph)}
         noops: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature)
+        answers: dict[tuple[CallKey, int], tuple[int, str]] = {}  # (call, world) -> first step, answer
+        known: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature without place)
         order = StableOrder()  # Full-Mem: unchanged graph lines first, so the prompt keeps its prefix
         ignore = self.spec.agent_relative_attributes
         undo_on = self.config.refuse_undo and bool(self.spec.reversals)
@@ -806,9 +815,12 @@ class EmbodiedPlanner:
                         result.required_discovered_first = sorted(_object_classes(graph) & required)
                 state = state_signature(graph, ignore)
                 done_so_far = progress(graph)
+                world = progress(graph, place=False)
                 standing = [(k, f) for (k, sig), f in failures.items() if sig == state] + [
                     (k, f) for (k, sig), f in noops.items() if sig == done_so_far
                 ]
+                if self.config.refuse_known_answers:
+                    standing += [(k, f) for (k, sig), f in known.items() if sig == world]
                 if not self.config.refuse_repeats:
                     standing = []
                 if undo_on and last_change is not None:
@@ -910,6 +922,12 @@ class EmbodiedPlanner:
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
                     elif record.ok:
+                        answer = _answer(record.observation)
+                        first = answers.setdefault((key, world), (step, answer))
+                        if first[0] != step and first[1] == answer:
+                            known[(key, world)] = _Failure(
+                                step, format_call(record.action, record.arguments), "", same_as=first[0]
+                            )
                         after = progress(graph)
                         if after == done_so_far or after in visited:  # changed nothing, or a loop
                             noops[(key, done_so_far)] = _Failure(
@@ -1008,7 +1026,18 @@ class EmbodiedPlanner:
         return False
 
 
+def _answer(observation: str) -> str:
+    """An answer as compared across calls: without its "Newly discovered: ..." tail (what a trip happened
+    to reveal is not part of the answer)."""
+    return observation.split(" Newly discovered:", 1)[0].strip()
+
+
 def _refusal(failure: _Failure) -> str:
+    if failure.same_as is not None:
+        return (
+            f"Refused without trying: {failure.call} at step {failure.step + 1} gave the same answer as at step "
+            f"{failure.same_as + 1}, and nothing has changed since: its answer is known. Choose a different action."
+        )
     if failure.undoes:
         return (
             f"Refused without trying: {failure.call} would only undo {failure.undoes} (step {failure.step + 1}), "
