@@ -105,6 +105,7 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
             walkthrough=args.walkthrough,
             refuse_undo=not args.allow_undo,
             task_words=not args.all_words,
+            hand_in_thought=args.hand_in_thought,
         ),
         count_along=count_along,
     )
@@ -244,6 +245,11 @@ def main(argv: list[str] | None = None) -> None:
         "--allow-undo",
         action="store_true",
         help="do not refuse a call that would only undo the robot's last change (close after open, ...)",
+    )
+    parser.add_argument(
+        "--hand-in-thought",
+        action="store_true",
+        help="the grammar starts every thought with what the robot holds ('I hold Apple_1; ...')",
     )
     parser.add_argument(
         "--all-words",

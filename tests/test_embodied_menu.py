@@ -111,6 +111,10 @@ def test_grammar_compiles_with_llama_cpp_and_names_only_menu_calls() -> None:
     text = menu().grammar()
     assert 'open-arg0 ::= "Fridge_1"\n' in text and 'toggleon-arg0 ::= "LightSwitch_1"\n' in text
     assert "thought ::= [^\\n]{1,160}" in text
+    # a thought prefix (the robot's hand) is written by the grammar before the free thought
+    prefixed = menu(thought_prefix="My hand is empty; ").grammar()
+    LlamaGrammar.from_string(prefixed, verbose=False)
+    assert prefixed.startswith('root ::= "Thought: " "My hand is empty; " thought "\\n"')
 
 
 def test_refused_calls_leave_the_grammar_and_the_parser_refuses_them() -> None:

@@ -974,3 +974,14 @@ def test_a_call_whose_answer_is_known_is_refused_wherever_the_robot_stands() -> 
     steps = result.trajectory
     assert steps[3].ok and steps[4].ok and not steps[4].refused  # the cabinet was opened: a new answer
     assert '"Pan"' in rule(planner_calls(model)[4].grammar, "search-arg0")
+
+
+def test_hand_in_thought_starts_each_thought_with_what_the_robot_holds() -> None:
+    router = Router([act("search", "Apple"), act("pickup", "Apple_1"), act("search", "Fridge")])
+    result, model = run("embodiedrag-strict", router, max_steps=3, hand_in_thought=True)
+    grammars = [c.grammar or "" for c in planner_calls(model)]
+    assert result.trajectory[1].ok
+    assert rule(grammars[0], "root").startswith('"Thought: " "My hand is empty; " thought')
+    assert rule(grammars[2], "root").startswith('"Thought: " "I hold Apple_1; " thought')
+    plain, model = run("embodiedrag-strict", Router([act("search", "Apple")]), max_steps=1)
+    assert rule(planner_calls(model)[0].grammar, "root").startswith('"Thought: " thought')

@@ -82,6 +82,8 @@ class ActionMenu:
     specs: dict[str, ActionSpec] = field(default_factory=dict)
     #: object id -> attributes of the objects the step could name (to say which affordance one lacks)
     objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: words the grammar writes at the start of every thought (e.g. the robot's hand), "" for none
+    thought_prefix: str = ""
 
     def unmet(self, name: str, value: str) -> str:
         """Why action ``name`` cannot take object ``value`` now, in words (``""`` when the menu cannot tell:
@@ -149,7 +151,8 @@ class ActionMenu:
     def grammar(self) -> str:
         """GBNF grammar of a reply naming one action on offer with arguments it allows."""
         rules: dict[str, str] = {}
-        head = '"Thought: " thought "\\n"'
+        prefix = f" {_gbnf_literal(self.thought_prefix)}" if self.thought_prefix else ""
+        head = f'"Thought: "{prefix} thought "\\n"'
         if self.objects_line:
             head += ' "Objects: " objects "\\n"'
         rules["root"] = f'{head} "Action: " action'
@@ -370,6 +373,7 @@ def build_menu(
     objects_line: bool = False,
     thought_chars: int = 160,
     words: Collection[str] | None = None,
+    thought_prefix: str = "",
 ) -> ActionMenu:
     """The menu of one step.
 
@@ -379,7 +383,8 @@ def build_menu(
     whose ``hand`` rule fails are left out); ``refused``: calls that failed with nothing changed since,
     mapped to the message saying why they are refused (their ids are left out of the grammar; the parser
     refuses text-argument repeats); ``words``: where given, a text parameter with a vocabulary offers only
-    these of its words (compared by :func:`normalize_text`; e.g. the object types the task is about). An
+    these of its words (compared by :func:`normalize_text`; e.g. the object types the task is about);
+    ``thought_prefix``: words the grammar writes at the start of the thought. An
     action whose required object parameter has no candidate is left out;
     if refusals would leave nothing, they are ignored for the grammar (the parser still refuses them).
     """
@@ -423,10 +428,16 @@ def build_menu(
             usable = False
         if usable:
             actions.append(MenuAction(spec, tuple(choices)))
-    menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects)
+    menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects, thought_prefix)
     if not actions:
         fallback = build_menu(
-            specs, offered, objects, holding=holding, objects_line=objects_line, words=words
+            specs,
+            offered,
+            objects,
+            holding=holding,
+            objects_line=objects_line,
+            words=words,
+            thought_prefix=thought_prefix,
         )
         fallback.refused = refused
         fallback.thought_chars = thought_chars

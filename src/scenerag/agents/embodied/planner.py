@@ -132,7 +132,9 @@ class PlannerConfig:
     (Full-Mem and ReAct keep the whole vocabulary); ``refuse_known_answers``: a call that worked and gave
     the same answer as the same call earlier (the answer's "Newly discovered" tail aside), with nothing
     done to objects or the hand in between, is refused wherever the robot stands until something changes
-    (its answer is known: ``search(Plate)`` keeps naming the closed cabinet to open).
+    (its answer is known: ``search(Plate)`` keeps naming the closed cabinet to open);
+    ``hand_in_thought``: the grammar starts every thought with what the robot holds (``I hold Apple_1; ``
+    or ``My hand is empty; ``), so the model reasons from it (a local model's grammar only).
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -152,6 +154,7 @@ class PlannerConfig:
     refuse_undo: bool = True
     task_words: bool = True
     refuse_known_answers: bool = True
+    hand_in_thought: bool = False
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -335,6 +338,12 @@ class StableOrder:
         for key in [k for k in self._since if k not in rank]:
             del self._since[key]
         return sorted(lines, key=lambda kv: (self._since[kv[0]][1], rank[kv[0]]))
+
+
+def hand_words(graph: SceneGraph) -> str:
+    """What the robot holds, as the start of a thought: ``I hold Apple_1; `` or ``My hand is empty; ``."""
+    held = _held_id(graph)
+    return f"I hold {held}; " if held else "My hand is empty; "
 
 
 def _held_id(graph: SceneGraph) -> str | None:
@@ -638,6 +647,7 @@ class EmbodiedPlanner:
             objects_line=self.objects_line,
             thought_chars=self.config.thought_chars,
             words=words,
+            thought_prefix=hand_words(graph) if self.config.hand_in_thought else "",
         )
 
     def task_words(self, texts: Iterable[str]) -> set[str]:

@@ -286,6 +286,8 @@ def count_along(
         walkthrough=base.walkthrough,
         refuse_undo=base.refuse_undo,
         task_words=base.task_words,
+        refuse_known_answers=base.refuse_known_answers,
+        hand_in_thought=base.hand_in_thought,
     )
     agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph)
     replay = agent.run(
