@@ -983,5 +983,5 @@ def test_hand_in_thought_starts_each_thought_with_what_the_robot_holds() -> None
     assert result.trajectory[1].ok
     assert rule(grammars[0], "root").startswith('"Thought: " "My hand is empty; " thought')
     assert rule(grammars[2], "root").startswith('"Thought: " "I hold Apple_1; " thought')
-    plain, model = run("embodiedrag-strict", Router([act("search", "Apple")]), max_steps=1)
+    _, model = run("embodiedrag-strict", Router([act("search", "Apple")]), max_steps=1)
     assert rule(planner_calls(model)[0].grammar, "root").startswith('"Thought: " thought')
