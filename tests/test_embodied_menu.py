@@ -271,3 +271,19 @@ def test_only_whole_words_and_ids_of_what_a_refusal_meant_stay() -> None:
     # the task's words restrict the vocabulary
     task = build_menu(HOUSEHOLD.actions, OFFERED, cabinets, holding=False, words=["potato", "Pot"])
     assert ids(task, "search") == ("Pot", "Potato")
+
+
+def test_a_refused_bare_call_of_an_action_with_optional_arguments_leaves_the_grammar() -> None:
+    """adjustpositioning() (its object is optional) refused: the grammar then asks for an object, and
+    with no object to give the action is left out."""
+    refused = {("adjustpositioning", ()): "Refused: adjustpositioning() changed nothing"}
+    m = menu(refused=refused)
+    grammar = m.grammar()
+    body = next(line for line in grammar.splitlines() if line.startswith("act-adjustpositioning ::= "))
+    assert "adjustpositioning-arg0 " in body + " " and ")?" not in body
+    assert m.parse("Thought: t\nAction: adjustpositioning()").refused
+    bare = build_menu(HOUSEHOLD.actions, OFFERED, {}, holding=False, refused=refused)
+    assert "adjustpositioning" not in bare.names
+    assert "act-adjustpositioning ::= " in menu().grammar() and ")?" in next(
+        line for line in menu().grammar().splitlines() if line.startswith("act-adjustpositioning ::= ")
+    )

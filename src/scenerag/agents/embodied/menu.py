@@ -38,6 +38,8 @@ class MenuAction:
 
     spec: ActionSpec
     choices: tuple[tuple[str, ...] | None, ...] = ()
+    #: the call without arguments is refused: its optional arguments become required
+    needs_argument: bool = False
 
     @property
     def name(self) -> str:
@@ -181,7 +183,7 @@ class ActionMenu:
                     rules[symbol] = " | ".join(_gbnf_literal(i) for i in ids)
                 else:  # an optional object parameter with no candidate: the action without it
                     continue
-                parts.append(symbol if parameter.required else f"({symbol})?")
+                parts.append(symbol if parameter.required or item.needs_argument else f"({symbol})?")
             if parts:
                 arguments = ' ", " '.join(parts)
                 body = f"{_gbnf_literal(item.name + '(')} {arguments} {_gbnf_literal(')')}"
@@ -424,10 +426,11 @@ def build_menu(
             if not ids and parameter.required:
                 usable = False
             choices.append(ids)
-        if not spec.parameters and (name, ()) in refused:
-            usable = False
+        bare_refused = (name, ()) in refused and all(not p.required for p in spec.parameters)
+        if bare_refused and not any(c is None or c for c in choices):
+            usable = False  # no arguments, or none to give: only the refused bare call is left
         if usable:
-            actions.append(MenuAction(spec, tuple(choices)))
+            actions.append(MenuAction(spec, tuple(choices), needs_argument=bare_refused))
     menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects, thought_prefix)
     if not actions:
         fallback = build_menu(
