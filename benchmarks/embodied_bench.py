@@ -100,7 +100,12 @@ def episodes_mode(args: argparse.Namespace) -> dict[str, object]:
         style=args.style,
         seed=args.seed,
         planner=PlannerConfig(
-            max_steps=args.max_steps, list_calls=args.list_calls, walkthrough=args.walkthrough
+            max_steps=args.max_steps,
+            list_calls=args.list_calls,
+            walkthrough=args.walkthrough,
+            refuse_undo=not args.allow_undo,
+            task_words=not args.all_words,
+            hand_in_thought=args.hand_in_thought,
         ),
         count_along=count_along,
     )
@@ -235,6 +240,21 @@ def main(argv: list[str] | None = None) -> None:
         "--walkthrough",
         action="store_true",
         help="end the system prompt with the environment's example episode of another task",
+    )
+    parser.add_argument(
+        "--allow-undo",
+        action="store_true",
+        help="do not refuse a call that would only undo the robot's last change (close after open, ...)",
+    )
+    parser.add_argument(
+        "--hand-in-thought",
+        action="store_true",
+        help="the grammar starts every thought with what the robot holds ('I hold Apple_1; ...')",
+    )
+    parser.add_argument(
+        "--all-words",
+        action="store_true",
+        help="retrieving agents' search takes every object type, not only the task's words",
     )
     parser.add_argument(
         "--pre-retrieval",

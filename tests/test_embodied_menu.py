@@ -111,6 +111,10 @@ def test_grammar_compiles_with_llama_cpp_and_names_only_menu_calls() -> None:
     text = menu().grammar()
     assert 'open-arg0 ::= "Fridge_1"\n' in text and 'toggleon-arg0 ::= "LightSwitch_1"\n' in text
     assert "thought ::= [^\\n]{1,160}" in text
+    # a thought prefix (the robot's hand) is written by the grammar before the free thought
+    prefixed = menu(thought_prefix="My hand is empty; ").grammar()
+    LlamaGrammar.from_string(prefixed, verbose=False)
+    assert prefixed.startswith('root ::= "Thought: " "My hand is empty; " thought "\\n"')
 
 
 def test_refused_calls_leave_the_grammar_and_the_parser_refuses_them() -> None:
@@ -243,3 +247,43 @@ def test_refused_words_are_left_out_of_the_free_text_grammar_in_any_spelling() -
     for allowed in ("light", "light switch 2", "eggs", "Egg cup", "Fridge", "l", "e"):
         assert _matches(rules, "t", allowed), allowed
     assert not _matches(rules, "t", "") and not _matches(rules, "t", " egg")
+
+
+def test_only_whole_words_and_ids_of_what_a_refusal_meant_stay() -> None:
+    """A refused word or id takes the words and ids it begins with out of the grammar too: with Potato
+    refused, a model meaning Potato cannot stop at Pot; with Cabinet_11 refused, not at Cabinet_1."""
+    cabinets = {
+        "Cabinet_1": {"openable": True, "isOpen": False, "receptacle": True, **NEAR},
+        "Cabinet_11": {"openable": True, "isOpen": False, "receptacle": True, **NEAR},
+        "Cabinet_2": {"openable": True, "isOpen": False, "receptacle": True, **NEAR},
+    }
+    refused = {
+        ("search", ("potato",)): "Refused: search(Potato) changed nothing",
+        ("open", ("Cabinet_11",)): "Refused: open(Cabinet_11) failed",
+    }
+    m = build_menu(HOUSEHOLD.actions, OFFERED, cabinets, holding=False, refused=refused)
+    words = ids(m, "search") or ()
+    assert "Potato" not in words and "Pot" not in words and "Pan" in words
+    assert ids(m, "open") == ("Cabinet_2",)
+    plain = build_menu(HOUSEHOLD.actions, OFFERED, cabinets, holding=False)
+    assert {"Pot", "Potato"} <= set(ids(plain, "search") or ())
+    assert ids(plain, "open") == ("Cabinet_1", "Cabinet_11", "Cabinet_2")
+    # the task's words restrict the vocabulary
+    task = build_menu(HOUSEHOLD.actions, OFFERED, cabinets, holding=False, words=["potato", "Pot"])
+    assert ids(task, "search") == ("Pot", "Potato")
+
+
+def test_a_refused_bare_call_of_an_action_with_optional_arguments_leaves_the_grammar() -> None:
+    """adjustpositioning() (its object is optional) refused: the grammar then asks for an object, and
+    with no object to give the action is left out."""
+    refused = {("adjustpositioning", ()): "Refused: adjustpositioning() changed nothing"}
+    m = menu(refused=refused)
+    grammar = m.grammar()
+    body = next(line for line in grammar.splitlines() if line.startswith("act-adjustpositioning ::= "))
+    assert "adjustpositioning-arg0 " in body + " " and ")?" not in body
+    assert m.parse("Thought: t\nAction: adjustpositioning()").refused
+    bare = build_menu(HOUSEHOLD.actions, OFFERED, {}, holding=False, refused=refused)
+    assert "adjustpositioning" not in bare.names
+    assert "act-adjustpositioning ::= " in menu().grammar() and ")?" in next(
+        line for line in menu().grammar().splitlines() if line.startswith("act-adjustpositioning ::= ")
+    )

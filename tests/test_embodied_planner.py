@@ -119,9 +119,18 @@ def run(
     distractors: int = 0,
     native: bool = False,
     max_steps: int = 6,
+    task_words: bool = False,
+    **options: Any,
 ) -> tuple[EpisodeResult, ScriptedChatModel]:
+    """One episode planned by ``router``; ``task_words`` off by default: most tests search for other types
+    to move the robot around (the task words have their own tests); ``options``: more PlannerConfig."""
     model = ScriptedChatModel([router] * 100, supports_tools=native)
-    config = PlannerConfig(max_steps=max_steps, tool_interface="native" if native else "text")
+    config = PlannerConfig(
+        max_steps=max_steps,
+        tool_interface="native" if native else "text",
+        task_words=task_words,
+        **options,
+    )
     agent = EmbodiedPlanner(model, kind, HOUSEHOLD, embedder=WordEmbedder(), config=config)
     result = agent.run(HouseholdEpisode.create("l_shape", 0, distractors), get_task(task_id))
     return result, model
@@ -386,13 +395,22 @@ def test_failures_are_fed_back_and_done_is_checked() -> None:
     assert "act-done" in (model.calls[4].grammar or "")  # the search changed the scene graph
 
 
-def strict_episode(router: Router) -> tuple[EpisodeResult, ScriptedChatModel, HouseholdEpisode]:
-    """An embodiedrag-strict episode of easy_02 (open the fridge) in the l_shape kitchen, 0 distractors,
-    planned by ``router`` through a model that ignores grammars; the episode keeps the simulator's log."""
+def strict_episode(
+    router: Router, task_id: str = "easy_02", config: PlannerConfig | None = None
+) -> tuple[EpisodeResult, ScriptedChatModel, HouseholdEpisode]:
+    """An embodiedrag-strict episode of ``task_id`` (default easy_02, open the fridge) in the l_shape
+    kitchen, 0 distractors, planned by ``router`` through a model that ignores grammars (task words off
+    unless ``config`` says otherwise); the episode keeps the simulator's log."""
     model = ScriptedChatModel([router] * 20, supports_tools=False)
-    agent = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder())
+    agent = EmbodiedPlanner(
+        model,
+        "embodiedrag-strict",
+        HOUSEHOLD,
+        embedder=WordEmbedder(),
+        config=config or PlannerConfig(task_words=False),
+    )
     episode = HouseholdEpisode.create("l_shape", 0, 0)
-    return agent.run(episode, get_task("easy_02")), model, episode
+    return agent.run(episode, get_task(task_id)), model, episode
 
 
 def test_a_failed_action_is_refused_until_something_changes() -> None:
@@ -474,7 +492,7 @@ def test_a_no_op_is_refused_again_when_the_robot_comes_back_to_the_same_situatio
     with nothing done in between (going away and back is no progress)."""
     calls = ["Fridge", "Fridge", "LightSwitch", "Fridge", "Fridge"]
     router = Router([act("search", c) for c in calls])
-    result, _ = run("embodiedrag-strict", router, max_steps=len(calls))
+    result, _ = run("embodiedrag-strict", router, max_steps=len(calls), refuse_known_answers=False)
     outcomes = [(s.ok, s.refused) for s in result.trajectory]
     assert outcomes[1] == (True, False) and not result.trajectory[1].graph_changed  # the first no-op
     assert outcomes[:4] == [(True, False)] * 4 and outcomes[4] == (False, True)  # back at the fridge
@@ -487,7 +505,7 @@ def test_going_round_in_a_loop_is_refused() -> None:
     (discoveries are not progress: the situation is what the robot has done, where it is, what it holds)."""
     calls = ["Fridge", "LightSwitch", "Fridge", "LightSwitch", "Fridge", "LightSwitch"]
     router = Router([act("search", c) for c in calls])
-    result, model = run("embodiedrag-strict", router, max_steps=len(calls))
+    result, model = run("embodiedrag-strict", router, max_steps=len(calls), refuse_known_answers=False)
     assert "Newly discovered" in result.trajectory[1].observation
     outcomes = [(s.ok, s.refused) for s in result.trajectory]
     assert outcomes[:4] == [(True, False)] * 4 and outcomes[4] == (False, True)
@@ -837,9 +855,133 @@ def test_walkthrough_ends_the_system_prompt_when_asked() -> None:
     text = feedback.system_prompt()
     tail = text.split("An example episode of another task (Put a book in a drawer.)", 1)[1]
     assert tail.count("Action: ") == len(HOUSEHOLD.walkthrough) == tail.count("Objects: ")
-    assert "Action: pickup(Book_1)\n-> Picked up Book_1 from Shelf_1." in tail
+    assert "Action: pickup(Book_1)\n-> Picked up Book_1." in tail and "For example" not in text
+    assert "For example" in plain.system_prompt()
     assert "Objects: " not in strict.system_prompt().split("An example episode", 1)[1]
     assert "An example episode" not in plain.system_prompt()
     assert all(t.instruction != HOUSEHOLD.walkthrough_task for t in TASKS)
     with pytest.raises(EmbodiedConfigError):
         EnvironmentSpec(HOUSEHOLD.actions, ATTRIBUTE_NAMES, walkthrough=(("a", "b", "c", "d"),))
+
+
+def planner_calls(model: ScriptedChatModel) -> list[Any]:
+    return [c for c in model.calls if c.messages[0].content.startswith(PLANNER)]
+
+
+def rule(grammar: str | None, name: str) -> str:
+    """The body of GBNF rule ``name`` ("" when the grammar has none)."""
+    for line in (grammar or "").splitlines():
+        if line.startswith(f"{name} ::= "):
+            return line.split(" ::= ", 1)[1]
+    return ""
+
+
+def test_search_offers_the_task_words_and_the_types_an_answer_named() -> None:
+    """With task words, search takes the vocabulary word nearest each pre-retrieved entity ("frying pan" ->
+    Pan, "fridge" -> Fridge) and, for one step, the types the last answer named (the cabinet a search
+    points to); a word that is merely a prefix of another (Pot) or off the task (Apple) is not offered,
+    and a model that ignores grammars is told which words search can take."""
+    router = Router(
+        [act("search", "Apple"), act("search", "Pan"), act("search", "Cabinet"), act("search", "Fridge")],
+        entities=[{"name": "fridge", "attributes": ["isOpen"]}, {"name": "frying pan", "attributes": []}],
+    )
+    result, model = run("embodiedrag-strict", router, max_steps=4, task_words=True)
+    assert result.task_words == ["Fridge", "Pan"]
+    grammars = [c.grammar for c in planner_calls(model)]
+    words = [set(re.findall(r'"([A-Za-z]+)"', rule(g, "search-arg0"))) for g in grammars]
+    assert words[0] == {"Fridge", "Pan"} and "Pot" not in words[0]
+    first = result.trajectory[0]
+    assert first.cause == "invalid_reply" and "search cannot take 'Apple' now; it can take: " in (
+        first.observation
+    )
+    assert "Open Cabinet_11 to look inside" in result.trajectory[1].observation
+    assert words[2] == {"Fridge", "Pan", "Cabinet"}  # the answer named Cabinet_11
+    # the search found a cabinet where the robot stood (no progress), so that word is refused there next
+    assert result.trajectory[2].ok and "search(Cabinet)." in router.prompts[3][-1].content
+    assert words[3] == {"Fridge", "Pan"} and result.trajectory[3].ok
+
+
+def test_full_mem_keeps_the_whole_vocabulary() -> None:
+    router = Router([act("search", "Apple")])
+    result, model = run("full-mem", router, max_steps=1, task_words=True)
+    assert result.task_words is None and result.trajectory[0].ok
+    assert '"Apple"' in rule(planner_calls(model)[0].grammar, "search-arg0")
+
+
+def test_a_call_that_would_undo_the_last_change_is_refused() -> None:
+    """pickup then placeon back on the receptacle it came from, open then close: each would only undo the
+    robot's last change, so it is left out of the grammar and, from a model that ignores grammars, refused
+    without reaching the simulator; once something else changed, the same call is allowed."""
+    router = Router(
+        [
+            act("search", "Apple"),
+            act("pickup", "Apple_1"),
+            act("placeon", "CounterTop_5"),  # where the apple was: refused
+            act("search", "Fridge"),
+            act("open", "Fridge_1"),
+            act("close", "Fridge_1"),  # undoes the open: refused
+            act("placeon", "Fridge_1"),
+        ],
+        entities=[
+            {"name": "apple", "attributes": ["isPickedUp"]},
+            {"name": "fridge", "attributes": ["isOpen"]},
+            {"name": "counter top", "attributes": []},
+        ],
+    )
+    result, model, episode = strict_episode(router, "easy_05", PlannerConfig(max_steps=7))
+    steps = result.trajectory
+    assert "on CounterTop_5" in steps[0].observation and steps[1].ok
+    assert steps[2].refused and steps[2].cause == "refused_repeat"
+    assert "placeon(CounterTop_5) would only undo pickup(Apple_1) (step 2)" in steps[2].observation
+    assert (
+        steps[5].refused and "close(Fridge_1) would only undo open(Fridge_1) (step 5)" in steps[5].observation
+    )
+    sent = [a for a, _, _ in episode.env.history]
+    assert sent.count("placeon") == 1 and "close" not in sent and result.success
+    grammars = [c.grammar for c in planner_calls(model)]
+    assert '"CounterTop_5"' not in rule(grammars[2], "placeon-arg0")
+    assert "act-close" not in rule(grammars[5], "action")
+    prompt = router.prompts[2][-1].content
+    assert "or would undo your last change): placeon(CounterTop_5)." in prompt
+
+
+def test_undo_refusal_can_be_turned_off() -> None:
+    router = Router(
+        [act("search", "Fridge"), act("open", "Fridge_1"), act("close", "Fridge_1")],
+        entities=[{"name": "fridge", "attributes": ["isOpen"]}],
+    )
+    config = PlannerConfig(max_steps=3, refuse_undo=False, stop_on_success=False)
+    result, _, episode = strict_episode(router, "easy_02", config)
+    assert not result.trajectory[2].refused and "close" in [a for a, _, _ in episode.env.history]
+
+
+def test_a_call_whose_answer_is_known_is_refused_wherever_the_robot_stands() -> None:
+    """search(Pan) names the closed cabinet to open; asked again from elsewhere with nothing changed, it
+    gives the same answer, so from then on it is refused wherever the robot stands, until something is
+    done to an object (the cabinet opened), when it is offered again."""
+    first = [act("search", "Pan"), act("search", "Fridge"), act("search", "Pan")]  # step 3: same answer
+    router = Router([*first, act("search", "Fridge"), act("search", "Pan")])
+    result, model = run("embodiedrag-strict", router, max_steps=5, stop_on_success=False)
+    steps = result.trajectory
+    assert steps[0].observation.split(" Newly")[0] == steps[2].observation.split(" Newly")[0]
+    assert steps[3].ok and not steps[3].refused  # back at the fridge
+    assert steps[4].refused and "search(Pan) at step 3 gave the same answer as at step 1" in (
+        steps[4].observation
+    )
+    assert '"Pan"' not in rule(planner_calls(model)[4].grammar, "search-arg0")
+    router = Router([*first, act("open", "Cabinet_11"), act("search", "Pan")])
+    result, model = run("embodiedrag-strict", router, max_steps=5, stop_on_success=False)
+    steps = result.trajectory
+    assert steps[3].ok and steps[4].ok and not steps[4].refused  # the cabinet was opened: a new answer
+    assert '"Pan"' in rule(planner_calls(model)[4].grammar, "search-arg0")
+
+
+def test_hand_in_thought_starts_each_thought_with_what_the_robot_holds() -> None:
+    router = Router([act("search", "Apple"), act("pickup", "Apple_1"), act("search", "Fridge")])
+    result, model = run("embodiedrag-strict", router, max_steps=3, hand_in_thought=True)
+    grammars = [c.grammar or "" for c in planner_calls(model)]
+    assert result.trajectory[1].ok
+    assert rule(grammars[0], "root").startswith('"Thought: " "My hand is empty; " thought')
+    assert rule(grammars[2], "root").startswith('"Thought: " "I hold Apple_1; " thought')
+    _, model = run("embodiedrag-strict", Router([act("search", "Apple")]), max_steps=1)
+    assert rule(planner_calls(model)[0].grammar, "root").startswith('"Thought: " thought')

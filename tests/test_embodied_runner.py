@@ -299,7 +299,7 @@ def test_cli_bench_embodied_replay_and_episodes(tmp_path: Any, monkeypatch: pyte
 def test_full_mem_prompts_are_counted_along_a_live_trajectory() -> None:
     """Full-Mem replays the actions a live strict episode sent to the simulator (an invalid reply is not
     replayed) and its prompts along them are counted: same steps, same observations, more tokens."""
-    from scenerag.agents.embodied.runner import counted_ratios, format_counted
+    from scenerag.agents.embodied.runner import CountedAlong, counted_ratios, format_counted
 
     def replies(messages: list[Message]) -> dict[str, Any] | str:
         if messages[0].content.startswith("You prepare the memory"):
@@ -333,7 +333,22 @@ def test_full_mem_prompts_are_counted_along_a_live_trajectory() -> None:
     assert ratios["full-mem/embodiedrag-strict@290"]["episodes"] == 1
     assert (
         "full-mem prompts counted along embodiedrag-strict's live trajectories"
-        in format_counted(report.counted)[1]
+        in format_counted(report.counted)[2]
     )
     dumped = report.to_dict()
     assert dumped["counted_ratios"]["full-mem/embodiedrag-strict@290"]["median"] == high.ratio
+    # the static prefix (each agent's system prompt, the same at every call) read off both sides
+    assert high.live_steps == 3 and high.live_static_tokens and high.counted_static_tokens
+    assert high.live_beyond_static == high.live_planner_tokens - 3 * high.live_static_tokens
+    assert high.counted_beyond_static == high.counted_planner_tokens - 2 * high.counted_static_tokens
+    assert high.ratio_beyond_static is not None and high.ratio_beyond_static > high.ratio
+    row = ratios["full-mem/embodiedrag-strict@290"]
+    assert row["median_beyond_static"] == high.ratio_beyond_static
+    assert "beyond the static prefix" in format_counted(report.counted)[-1]
+    old = {k: v for k, v in high.to_dict().items() if "static" not in k and k != "live_steps"}
+    assert (
+        counted_ratios([CountedAlong.from_dict(old)])["full-mem/embodiedrag-strict@290"][
+            "median_beyond_static"
+        ]
+        is None
+    )  # a record made before the prefix was counted

@@ -95,7 +95,11 @@ class EnvironmentSpec:
     ``(thought, objects the thought is about, action call)`` (empty: a generic one is made from the first
     action); ``walkthrough``: a short example episode of another task, ``walkthrough_task``, as steps
     ``(thought, objects, action call, what the environment answered)``, shown in the system prompt when the
-    planner asks for it (``PlannerConfig.walkthrough``)."""
+    planner asks for it (``PlannerConfig.walkthrough``); ``reversals``: ``(action, reversed)`` pairs, an
+    action that puts back what ``reversed`` changed when it names the same objects (``close`` reverses
+    ``open``; ``placeon`` reverses ``pickup`` when it names the receptacle the object was taken from), so
+    the planner can refuse a call that would only undo the robot's last change
+    (``PlannerConfig.refuse_undo``)."""
 
     actions: tuple[ActionSpec, ...]
     attribute_names: tuple[str, ...]
@@ -105,6 +109,7 @@ class EnvironmentSpec:
     example: tuple[str, str, str] = ()
     walkthrough_task: str = ""
     walkthrough: tuple[tuple[str, str, str, str], ...] = ()
+    reversals: tuple[tuple[str, str], ...] = ()
 
     def reply_example(self) -> tuple[str, str, str]:
         """``example``, or a generic one naming the first action."""
@@ -142,6 +147,17 @@ class EnvironmentSpec:
         unknown = [a for a in self.shown_attributes if a not in self.attribute_names]
         if unknown:
             raise EmbodiedConfigError(f"shown_attributes are not attribute names: {unknown}")
+        object.__setattr__(self, "reversals", tuple((str(a), str(b)) for a, b in self.reversals))
+        strangers = sorted({n for pair in self.reversals for n in pair if n not in names})
+        if strangers:
+            raise EmbodiedConfigError(
+                f"reversals name actions the environment does not have: {strangers}",
+                hint="pairs are (action, the action it reverses), both among the spec's actions",
+            )
+
+    def reversing(self, action: str) -> tuple[str, ...]:
+        """The actions that reverse ``action`` (``open`` -> ``("close",)``), from ``reversals``."""
+        return tuple(a for a, reversed_ in self.reversals if reversed_ == action)
 
     def action(self, name: str) -> ActionSpec | None:
         """The action called ``name`` (None when there is none)."""

@@ -62,38 +62,37 @@ HOUSEHOLD = EnvironmentSpec(
             "No book is known yet, so I search for one.",
             "book",
             "search(Book)",
-            "Found Book_1 on Shelf_1; moved to P2, 0.6 m from it.",
+            "Found Book_1 on Shelf_1; moved to P2.",
         ),
+        ("Book_1 can: pickup, and my hand is empty.", "book", "pickup(Book_1)", "Picked up Book_1."),
         (
-            "Book_1 is found and within reach (can: pickup) and my hand is empty, so I pick it up.",
-            "book",
-            "pickup(Book_1)",
-            "Picked up Book_1 from Shelf_1.",
-        ),
-        (
-            "I hold Book_1; Drawer_3 is out of reach (can: moveto), so I move to it.",
+            "I hold Book_1; Drawer_3 can: moveto.",
             "drawer",
             "moveto(Drawer_3)",
-            "Moved to P5 next to Drawer_3; Drawer_3 is 0.7 m away.",
+            "Moved to P5 next to Drawer_3.",
         ),
+        ("Drawer_3 can: open.", "drawer", "open(Drawer_3)", "Opened Drawer_3."),
         (
-            "Drawer_3 is within reach but closed (can: open), so I open it.",
-            "drawer",
-            "open(Drawer_3)",
-            "Opened Drawer_3. Drawer_3 is empty.",
-        ),
-        (
-            "Drawer_3 is open and within reach (can: placeon), so I put Book_1 in it.",
+            "Drawer_3 can: placeon, so I put Book_1 in it.",
             "drawer",
             "placeon(Drawer_3)",
             "Placed Book_1 in Drawer_3.",
         ),
         ("Book_1 is in Drawer_3: the task is complete.", "none", "done()", "The task is complete."),
     ),
+    reversals=(
+        ("close", "open"),
+        ("open", "close"),
+        ("toggleoff", "toggleon"),
+        ("toggleon", "toggleoff"),
+        ("placeon", "pickup"),
+        ("pickup", "placeon"),
+    ),
 )
 """What the planner is told about the household simulator: its actions, object attributes and rules; every
 object line shows ``isInteractable`` (within reach and not shut in); the walkthrough is an episode of a
-task none of the benchmark's tasks asks for (a book in a drawer)."""
+task none of the benchmark's tasks asks for (a book in a drawer); the reversals are the simulator's pairs
+of opposite actions (open/close, toggleon/toggleoff, pickup/placeon)."""
 
 
 class HouseholdEpisode:

@@ -15,7 +15,7 @@ feeds back.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,8 @@ class MenuAction:
 
     spec: ActionSpec
     choices: tuple[tuple[str, ...] | None, ...] = ()
+    #: the call without arguments is refused: its optional arguments become required
+    needs_argument: bool = False
 
     @property
     def name(self) -> str:
@@ -82,6 +84,8 @@ class ActionMenu:
     specs: dict[str, ActionSpec] = field(default_factory=dict)
     #: object id -> attributes of the objects the step could name (to say which affordance one lacks)
     objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: words the grammar writes at the start of every thought (e.g. the robot's hand), "" for none
+    thought_prefix: str = ""
 
     def unmet(self, name: str, value: str) -> str:
         """Why action ``name`` cannot take object ``value`` now, in words (``""`` when the menu cannot tell:
@@ -149,7 +153,8 @@ class ActionMenu:
     def grammar(self) -> str:
         """GBNF grammar of a reply naming one action on offer with arguments it allows."""
         rules: dict[str, str] = {}
-        head = '"Thought: " thought "\\n"'
+        prefix = f" {_gbnf_literal(self.thought_prefix)}" if self.thought_prefix else ""
+        head = f'"Thought: "{prefix} thought "\\n"'
         if self.objects_line:
             head += ' "Objects: " objects "\\n"'
         rules["root"] = f'{head} "Action: " action'
@@ -178,7 +183,7 @@ class ActionMenu:
                     rules[symbol] = " | ".join(_gbnf_literal(i) for i in ids)
                 else:  # an optional object parameter with no candidate: the action without it
                     continue
-                parts.append(symbol if parameter.required else f"({symbol})?")
+                parts.append(symbol if parameter.required or item.needs_argument else f"({symbol})?")
             if parts:
                 arguments = ' ", " '.join(parts)
                 body = f"{_gbnf_literal(item.name + '(')} {arguments} {_gbnf_literal(')')}"
@@ -353,6 +358,13 @@ def _text_excluding(name: str, refused: Iterable[str]) -> dict[str, str]:
 DONE_SPEC = ActionSpec(DONE_ACTION, "the task is complete.")
 
 
+def _whole(values: Sequence[str], refused: Collection[str], key: Callable[[str], str]) -> tuple[str, ...]:
+    """``values`` without the refused ones (compared by ``key``) and without those that are the beginning
+    of a refused one: a grammar of literal alternatives lets a model that means the refused ``Potato`` stop
+    at ``Pot`` (or ``Cabinet_1`` for ``Cabinet_11``), so only whole words of what it may mean stay."""
+    return tuple(v for v in values if not any(r.startswith(key(v)) for r in refused))
+
+
 def build_menu(
     specs: Sequence[ActionSpec],
     offered: Iterable[str],
@@ -362,6 +374,8 @@ def build_menu(
     refused: Mapping[CallKey, str] | None = None,
     objects_line: bool = False,
     thought_chars: int = 160,
+    words: Collection[str] | None = None,
+    thought_prefix: str = "",
 ) -> ActionMenu:
     """The menu of one step.
 
@@ -370,11 +384,15 @@ def build_menu(
     context (what the planner can name); ``holding``: whether the robot's hand holds something (actions
     whose ``hand`` rule fails are left out); ``refused``: calls that failed with nothing changed since,
     mapped to the message saying why they are refused (their ids are left out of the grammar; the parser
-    refuses text-argument repeats). An action whose required object parameter has no candidate is left out;
+    refuses text-argument repeats); ``words``: where given, a text parameter with a vocabulary offers only
+    these of its words (compared by :func:`normalize_text`; e.g. the object types the task is about);
+    ``thought_prefix``: words the grammar writes at the start of the thought. An
+    action whose required object parameter has no candidate is left out;
     if refusals would leave nothing, they are ignored for the grammar (the parser still refuses them).
     """
     by_name = {s.name: s for s in specs}
     refused = dict(refused or {})
+    keep = None if words is None else {normalize_text(w) for w in words}
     actions: list[MenuAction] = []
     offered_specs: dict[str, ActionSpec] = {}
     for name in offered:
@@ -394,25 +412,36 @@ def build_menu(
                     choices.append(None)  # free words
                     continue
                 words = parameter.choices
+                if keep is not None:
+                    words = tuple(w for w in words if normalize_text(w) in keep)
                 if len(spec.parameters) == 1:
-                    words = tuple(w for w in words if (name, (normalize_text(w),)) not in refused)
+                    words = _whole(words, {v[0] for n, v in refused if n == name and v}, normalize_text)
                 if not words and parameter.required:
                     usable = False
                 choices.append(words)
                 continue
             ids = tuple(i for i, attributes in objects.items() if parameter.allows(attributes))
             if len(spec.parameters) == 1:
-                ids = tuple(i for i in ids if (name, (i,)) not in refused)
+                ids = _whole(ids, {v[0] for n, v in refused if n == name and v}, str)
             if not ids and parameter.required:
                 usable = False
             choices.append(ids)
-        if not spec.parameters and (name, ()) in refused:
-            usable = False
+        bare_refused = (name, ()) in refused and all(not p.required for p in spec.parameters)
+        if bare_refused and not any(c is None or c for c in choices):
+            usable = False  # no arguments, or none to give: only the refused bare call is left
         if usable:
-            actions.append(MenuAction(spec, tuple(choices)))
-    menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects)
+            actions.append(MenuAction(spec, tuple(choices), needs_argument=bare_refused))
+    menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects, thought_prefix)
     if not actions:
-        fallback = build_menu(specs, offered, objects, holding=holding, objects_line=objects_line)
+        fallback = build_menu(
+            specs,
+            offered,
+            objects,
+            holding=holding,
+            objects_line=objects_line,
+            words=words,
+            thought_prefix=thought_prefix,
+        )
         fallback.refused = refused
         fallback.thought_chars = thought_chars
         return fallback

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 from scenerag.agents.embodied.decisions import (
     FULL_GRAPH_ACTION,
     Decider,
@@ -44,7 +46,7 @@ from scenerag.agents.embodied.environment import (
     EnvironmentSpec,
 )
 from scenerag.agents.embodied.errors import EmbodiedConfigError
-from scenerag.agents.embodied.menu import ActionMenu, CallKey, build_menu, call_key
+from scenerag.agents.embodied.menu import ActionMenu, CallKey, build_menu, call_key, normalize_text
 from scenerag.agents.embodied.pre_retrieval import PreRetrieval, PreRetriever
 from scenerag.agents.embodied.records import EpisodeResult, StepRecord
 from scenerag.agents.embodied.self_query import SELF_QUERY_SOURCE, SelfQuerier
@@ -120,7 +122,19 @@ class PlannerConfig:
     the ``can`` annotations as calls), just before the model chooses (agents shown a task subgraph; for
     Full-Mem, whose prompt already ends with every object's ``can``, it changes nothing); ``walkthrough``: the system prompt
     ends with the environment's example episode of another task (``EnvironmentSpec.walkthrough``), if it
-    has one.
+    has one, in place of the single example reply; ``refuse_undo``: a call that would only put back what the robot's last change to an object did
+    (an action of ``EnvironmentSpec.reversals`` naming the objects that change touched: ``close`` after
+    ``open`` of the same object, ``placeon`` on the receptacle the held object was just taken from) is
+    refused until another object changes; ``task_words``: for retrieving agents, a text parameter with a
+    vocabulary (household ``search``: the object types) offers only the words of the task: the nearest
+    vocabulary word to each pre-retrieved entity (exact match first, else the embedder's nearest) and the
+    classes of the objects the environment's last answer named; the other words stay out of the grammar
+    (Full-Mem and ReAct keep the whole vocabulary); ``refuse_known_answers``: a call that worked and gave
+    the same answer as the same call earlier (the answer's "Newly discovered" tail aside), with nothing
+    done to objects or the hand in between, is refused wherever the robot stands until something changes
+    (its answer is known: ``search(Plate)`` keeps naming the closed cabinet to open);
+    ``hand_in_thought``: the grammar starts every thought with what the robot holds (``I hold Apple_1; ``
+    or ``My hand is empty; ``), so the model reasons from it (a local model's grammar only).
 
     A history line never changes once written (it does not depend on its position), so each step's prompt
     extends the previous one up to the state block at its end, and a local model reuses its cache.
@@ -137,6 +151,10 @@ class PlannerConfig:
     refuse_repeats: bool = True
     list_calls: bool = False
     walkthrough: bool = False
+    refuse_undo: bool = True
+    task_words: bool = True
+    refuse_known_answers: bool = True
+    hand_in_thought: bool = False
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -157,7 +175,6 @@ Actions:
 - done(): the task is complete.
 Reply in exactly this form:
 {reply_format}
-For example:
 {example}"""
 
 GRAPH_FORMAT = (
@@ -323,6 +340,12 @@ class StableOrder:
         return sorted(lines, key=lambda kv: (self._since[kv[0]][1], rank[kv[0]]))
 
 
+def hand_words(graph: SceneGraph) -> str:
+    """What the robot holds, as the start of a thought: ``I hold Apple_1; `` or ``My hand is empty; ``."""
+    held = _held_id(graph)
+    return f"I hold {held}; " if held else "My hand is empty; "
+
+
 def _held_id(graph: SceneGraph) -> str | None:
     for agent in graph.nodes(ont.AGENT):
         for child in graph.children(agent.symbol, HOLDS):
@@ -340,6 +363,52 @@ class _Failure:
     call: str
     reason: str  # the environment's message for a failure; "" for a no-op or a loop
     loop: bool = False  # worked, but led back to a situation the episode had been in
+    undoes: str = ""  # would put back what this earlier call (the robot's last change) did
+    same_as: int | None = None  # gave the same answer as at this earlier step, nothing changed since
+
+
+@dataclass(frozen=True)
+class _Change:
+    """The robot's latest call that changed objects: its step, call text, action and the object ids it
+    touched (its object arguments, the objects whose own state changed, and where those were before)."""
+
+    step: int
+    call: str
+    action: str
+    objects: frozenset[str]
+
+
+def _own_state(graph: SceneGraph, node: Node, ignore: Collection[str]) -> int:
+    """A hash of one object's own state: its attributes but ``ignore``, what contains it, who holds it."""
+    return hash(
+        (
+            tuple(sorted((k, repr(v)) for k, v in node.attributes.items() if k not in ignore)),
+            tuple(sorted(p.symbol for p in graph.parents(node.symbol, ont.CONTAINS))),
+            tuple(sorted(p.symbol for p in graph.parents(node.symbol, HOLDS))),
+        )
+    )
+
+
+def object_states(graph: SceneGraph, ignore: Collection[str] = ()) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """Object id -> (hash of its own state as :class:`ProgressSignature` sees it, the ids of the objects it is
+    in or on): what :func:`changed_objects` compares across one action."""
+    out: dict[str, tuple[int, tuple[str, ...]]] = {}
+    for node in graph.nodes(ont.OBJECT):
+        containers = tuple(
+            object_id(p) for p in graph.parents(node.symbol, ont.CONTAINS) if p.label == ont.OBJECT
+        )
+        out[object_id(node)] = (_own_state(graph, node, ignore), containers)
+    return out
+
+
+def changed_objects(
+    before: Mapping[str, tuple[int, tuple[str, ...]]], after: Mapping[str, tuple[int, tuple[str, ...]]]
+) -> tuple[list[str], list[str]]:
+    """The objects known before and after an action whose own state changed (newly discovered ones are not
+    changes), and the objects those were in or on before it."""
+    changed = [i for i, (state, _) in after.items() if i in before and before[i][0] != state]
+    where = [c for i in changed for c in before[i][1]]
+    return changed, list(dict.fromkeys(where))
 
 
 def state_signature(graph: SceneGraph, ignore: Iterable[str] = ()) -> int:
@@ -375,22 +444,18 @@ class ProgressSignature:
         self.ignore = frozenset(ignore)
         self.first: dict[str, int] = {}
 
-    def __call__(self, graph: SceneGraph) -> int:
+    def __call__(self, graph: SceneGraph, *, place: bool = True) -> int:
+        """The signature of ``graph``; ``place=False`` leaves the robot's place out (what it has done to
+        objects and what it holds, wherever it stands)."""
         changed: list[tuple[str, int]] = []
         for node in graph.nodes(ont.OBJECT):
-            own = hash(
-                (
-                    tuple(sorted((k, repr(v)) for k, v in node.attributes.items() if k not in self.ignore)),
-                    tuple(sorted(p.symbol for p in graph.parents(node.symbol, ont.CONTAINS))),
-                    tuple(sorted(p.symbol for p in graph.parents(node.symbol, HOLDS))),
-                )
-            )
+            own = _own_state(graph, node, self.ignore)
             if self.first.setdefault(node.symbol, own) != own:
                 changed.append((node.symbol, own))
         agents = sorted(
             (
                 a.symbol,
-                repr(a.attributes.get("place")),
+                repr(a.attributes.get("place")) if place else "",
                 tuple(sorted(c.symbol for c in graph.children(a.symbol, HOLDS))),
             )
             for a in graph.nodes(ont.AGENT)
@@ -447,6 +512,12 @@ class EmbodiedPlanner:
             self.retrieval_model, self.attribute_names, filterable=spec.filterable_attributes
         )
         self.actions = allowed_actions(self.kind, (a.name for a in spec.actions))
+        self.vocabulary: tuple[str, ...] = tuple(
+            dict.fromkeys(
+                w for a in spec.actions for p in a.parameters if p.kind == "text" for w in p.choices
+            )
+        )
+        self._word_vectors: np.ndarray | None = None
 
     @property
     def name(self) -> str:
@@ -483,29 +554,28 @@ class EmbodiedPlanner:
                 + "- done(): the task is complete.\nCall exactly one action per turn."
             )
         menu = ActionMenu([], objects_line=self.objects_line)
-        thought, objects, call = self.spec.reply_example()
-        example = [f"Thought: {thought}"]
-        if self.objects_line:
-            example.append(f"Objects: {objects}")
-        example.append(f"Action: {call}")
-        text = SYSTEM_PROMPT.format(
+        if self.config.walkthrough and self.spec.walkthrough:  # replies in context: no lone example
+            example = [
+                f"An example episode of another task ({self.spec.walkthrough_task}), one reply per step:"
+            ]
+            for thought, objects, call, answer in self.spec.walkthrough:
+                example.append(f"Thought: {thought}")
+                if self.objects_line:
+                    example.append(f"Objects: {objects}")
+                example.extend([f"Action: {call}", f"-> {answer}"])
+        else:
+            thought, objects, call = self.spec.reply_example()
+            example = ["For example:", f"Thought: {thought}"]
+            if self.objects_line:
+                example.append(f"Objects: {objects}")
+            example.append(f"Action: {call}")
+        return SYSTEM_PROMPT.format(
             instructions=self.spec.instructions,
             context_rule=rule,
             actions="\n".join(lines),
             reply_format="\n".join(menu.format_lines()),
             example="\n".join(example),
         )
-        if self.config.walkthrough and self.spec.walkthrough:
-            shown = [
-                f"An example episode of another task ({self.spec.walkthrough_task}), one reply per step:"
-            ]
-            for thought, objects, call, answer in self.spec.walkthrough:
-                shown.append(f"Thought: {thought}")
-                if self.objects_line:
-                    shown.append(f"Objects: {objects}")
-                shown.extend([f"Action: {call}", f"-> {answer}"])
-            text += "\n" + "\n".join(shown)
-        return text
 
     def context_text(
         self, graph: SceneGraph, subgraph: RetrievedSubgraph | None, menu: ActionMenu | None = None
@@ -564,8 +634,10 @@ class EmbodiedPlanner:
         graph: SceneGraph,
         subgraph: RetrievedSubgraph | None,
         refused: Mapping[CallKey, str] | None = None,
+        words: Collection[str] | None = None,
     ) -> ActionMenu:
-        """The step's actions, the objects each may name, and the refused repeats."""
+        """The step's actions, the objects each may name, the refused repeats; ``words``: the vocabulary
+        words text parameters may take (None: all)."""
         return build_menu(
             self.spec.actions,
             self.actions,
@@ -574,7 +646,55 @@ class EmbodiedPlanner:
             refused=refused,
             objects_line=self.objects_line,
             thought_chars=self.config.thought_chars,
+            words=words,
+            thought_prefix=hand_words(graph) if self.config.hand_in_thought else "",
         )
+
+    def task_words(self, texts: Iterable[str]) -> set[str]:
+        """The vocabulary words (of text parameters with ``choices``) nearest ``texts`` (entity names such as
+        ``garbage can``): the word equal to a text once normalized (:func:`normalize_text`), else the one
+        whose readable label the embedder puts nearest. Empty without a vocabulary or an embedder."""
+        if not self.vocabulary or self.embedder is None:
+            return set()
+        exact = {normalize_text(w): w for w in self.vocabulary}
+        out: set[str] = set()
+        pending: list[str] = []
+        for text in dict.fromkeys(t for t in texts if t and t.strip()):
+            word = exact.get(normalize_text(text))
+            if word is not None:
+                out.add(word)
+            else:
+                pending.append(text)
+        if pending:
+            if self._word_vectors is None:
+                self._word_vectors = self.embedder.embed([label_text(w) for w in self.vocabulary])
+            scores = self.embedder.embed(pending) @ self._word_vectors.T
+            out.update(self.vocabulary[int(i)] for i in scores.argmax(axis=1))
+        return out
+
+    def undo_refusals(
+        self, change: _Change, objects: Mapping[str, Mapping[str, Any]], holding: bool
+    ) -> list[tuple[CallKey, _Failure]]:
+        """The calls that would put back what ``change`` did (see ``PlannerConfig.refuse_undo``): each action
+        reversing its action, with one object parameter, naming an object it touched that ``objects`` (the
+        step's candidates, id -> attributes) shows and the parameter's affordances allow, hand permitting."""
+        out: list[tuple[CallKey, _Failure]] = []
+        for name in self.spec.reversing(change.action):
+            spec = self.spec.action(name)
+            if name not in self.actions or spec is None or len(spec.parameters) != 1:
+                continue
+            if (spec.hand == "empty" and holding) or (spec.hand == "holding" and not holding):
+                continue
+            parameter = spec.parameters[0]
+            if parameter.kind != "object":
+                continue
+            for name_id in sorted(change.objects):
+                attributes = objects.get(name_id)
+                if attributes is None or not parameter.allows(attributes):
+                    continue
+                call = format_call(name, {parameter.name: name_id})
+                out.append(((name, (name_id,)), _Failure(change.step, call, "", undoes=change.call)))
+        return out
 
     def history_line(self, record: StepRecord, *, full: bool = False) -> str:
         """A step as the history shows it (the same text at every later step; ``full``: the observation is
@@ -614,9 +734,8 @@ class EmbodiedPlanner:
         blocked = list(dict.fromkeys(refused))
         if blocked:
             lines.append(
-                "Not possible now (failed, changed nothing or went round in a loop from this same situation): "
-                + ", ".join(blocked)
-                + "."
+                "Not possible now (failed, changed nothing, went round in a loop from this same situation, "
+                "or would undo your last change): " + ", ".join(blocked) + "."
             )
         last = history[-1] if history else None
         note = ""
@@ -658,8 +777,15 @@ class EmbodiedPlanner:
         progress = ProgressSignature(self.spec.agent_relative_attributes)
         visited = {progress(graph)}
         noops: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature)
+        answers: dict[tuple[CallKey, int], tuple[int, str]] = {}  # (call, world) -> first step, answer
+        known: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature without place)
         order = StableOrder()  # Full-Mem: unchanged graph lines first, so the prompt keeps its prefix
         ignore = self.spec.agent_relative_attributes
+        undo_on = self.config.refuse_undo and bool(self.spec.reversals)
+        states = object_states(graph, ignore) if undo_on else {}
+        last_change: _Change | None = None
+        base_words: set[str] | None = None  # the task's vocabulary words (task_words), None: all
+        mention_words: set[str] = set()
         try:
             if self.kind.retrieves:
                 assert self.embedder is not None
@@ -682,6 +808,9 @@ class EmbodiedPlanner:
                     self.subgraph_config,
                     feedback_window=self.config.feedback_window,
                 )
+                if self.config.task_words and self.vocabulary:
+                    base_words = self.task_words(e.name for e in pre_retrieval.entities)
+                    result.task_words = sorted(base_words)
             for step in range(self.config.max_steps):
                 step_started = time.perf_counter()
                 subgraph = None
@@ -696,11 +825,21 @@ class EmbodiedPlanner:
                         result.required_discovered_first = sorted(_object_classes(graph) & required)
                 state = state_signature(graph, ignore)
                 done_so_far = progress(graph)
+                world = progress(graph, place=False)
                 standing = [(k, f) for (k, sig), f in failures.items() if sig == state] + [
                     (k, f) for (k, sig), f in noops.items() if sig == done_so_far
                 ]
-                refused = {k: _refusal(f) for k, f in standing} if self.config.refuse_repeats else {}
-                menu = self.menu(graph, subgraph, refused)
+                if self.config.refuse_known_answers:
+                    standing += [(k, f) for (k, sig), f in known.items() if sig == world]
+                if not self.config.refuse_repeats:
+                    standing = []
+                if undo_on and last_change is not None:
+                    standing += self.undo_refusals(
+                        last_change, self.candidates(graph, subgraph), _held_id(graph) is not None
+                    )
+                refused = {k: _refusal(f) for k, f in standing}
+                words = None if base_words is None else base_words | mention_words
+                menu = self.menu(graph, subgraph, refused, words)
                 head = ""
                 if self.kind.full_graph_in_prompt:
                     head, context, context_nodes = self.full_graph_blocks(graph, menu, order)
@@ -760,6 +899,29 @@ class EmbodiedPlanner:
                 if executed and record.action != DONE_ACTION:
                     graph, diff = env.observe()
                     record.graph_changed = not diff.is_empty
+                    if undo_on:
+                        now = object_states(graph, ignore)
+                        changed, where = changed_objects(states, now)
+                        if record.ok and changed and record.action != FULL_GRAPH_ACTION:
+                            spec = self.spec.action(record.action)
+                            named = [
+                                record.arguments[p.name]
+                                for p in (spec.parameters if spec is not None else ())
+                                if p.kind == "object" and p.name in record.arguments
+                            ]
+                            last_change = _Change(
+                                step,
+                                format_call(record.action, record.arguments),
+                                record.action,
+                                frozenset([*named, *changed, *where]),
+                            )
+                        states = now
+                    if base_words is not None:
+                        mention_words = self.task_words(
+                            node.class_name
+                            for node in graph.nodes(ont.OBJECT)
+                            if object_id(node) in set(record.mentions)
+                        )
                     if index is not None:
                         record.index_update = index.apply(graph, diff).to_dict()
                     if retriever is not None:
@@ -770,6 +932,12 @@ class EmbodiedPlanner:
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
                     elif record.ok:
+                        answer = _answer(record.observation)
+                        first = answers.setdefault((key, world), (step, answer))
+                        if first[0] != step and first[1] == answer:
+                            known[(key, world)] = _Failure(
+                                step, format_call(record.action, record.arguments), "", same_as=first[0]
+                            )
                         after = progress(graph)
                         if after == done_so_far or after in visited:  # changed nothing, or a loop
                             noops[(key, done_so_far)] = _Failure(
@@ -868,7 +1036,23 @@ class EmbodiedPlanner:
         return False
 
 
+def _answer(observation: str) -> str:
+    """An answer as compared across calls: without its "Newly discovered: ..." tail (what a trip happened
+    to reveal is not part of the answer)."""
+    return observation.split(" Newly discovered:", 1)[0].strip()
+
+
 def _refusal(failure: _Failure) -> str:
+    if failure.same_as is not None:
+        return (
+            f"Refused without trying: {failure.call} at step {failure.step + 1} gave the same answer as at step "
+            f"{failure.same_as + 1}, and nothing has changed since: its answer is known. Choose a different action."
+        )
+    if failure.undoes:
+        return (
+            f"Refused without trying: {failure.call} would only undo {failure.undoes} (step {failure.step + 1}), "
+            "your last change, and nothing else has changed since. Choose a different action."
+        )
     if failure.loop:
         return (
             f"Refused without trying: {failure.call} at step {failure.step + 1} only led back to a situation you "

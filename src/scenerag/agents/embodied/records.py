@@ -80,6 +80,8 @@ class EpisodeResult:
     overflow_prompt_tokens: int | None = None
     pre_retrieval: dict[str, Any] | None = None
     required_types: list[str] = field(default_factory=list)
+    #: the vocabulary words a search could take (``PlannerConfig.task_words``; None: all of them)
+    task_words: list[str] | None = None
     required_retrieved_first: list[str] | None = None
     required_discovered_first: list[str] | None = None
     required_retrieved_ever: list[str] | None = None

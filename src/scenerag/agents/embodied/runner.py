@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scenerag.agents.embodied.decisions import ReplayDecider
+from scenerag.agents.embodied.decisions import CHATML_OVERHEAD_TOKENS, ReplayDecider
 from scenerag.agents.embodied.errors import EmbodiedConfigError
 from scenerag.agents.embodied.household import HOUSEHOLD, HouseholdEpisode
 from scenerag.agents.embodied.planner import AgentKind, EmbodiedPlanner, PlannerConfig, parse_agent_kind
@@ -96,7 +96,11 @@ def cycled_style(task: Task) -> str:
 class CountedAlong:
     """The tokens ``counted_agent`` would have spent on the trajectory a live episode of ``agent`` took:
     its prompts rebuilt at every step of that trajectory and counted with the model's tokenizer, replies
-    counted as the text action; ``over_context``: those prompts longer than the model's context."""
+    counted as the text action; ``over_context``: those prompts longer than the model's context;
+    ``live_static_tokens`` / ``counted_static_tokens``: the tokens of each agent's static prefix (its system
+    prompt as the chat template wraps it, the same at every call, kept by a local model as saved state), so
+    that the ratio can also be read on the tokens beyond it (None in records made before they were
+    counted)."""
 
     task_id: str
     difficulty: str
@@ -108,17 +112,39 @@ class CountedAlong:
     counted_planner_tokens: int
     max_prompt: int
     over_context: int
+    live_steps: int | None = None
+    live_static_tokens: int | None = None
+    counted_static_tokens: int | None = None
 
     @property
     def ratio(self) -> float | None:
         return self.counted_planner_tokens / self.live_planner_tokens if self.live_planner_tokens else None
 
+    @property
+    def live_beyond_static(self) -> int | None:
+        """Live planner tokens minus the static prefix of every call."""
+        if self.live_static_tokens is None or self.live_steps is None:
+            return None
+        return self.live_planner_tokens - self.live_static_tokens * self.live_steps
+
+    @property
+    def counted_beyond_static(self) -> int | None:
+        if self.counted_static_tokens is None:
+            return None
+        return self.counted_planner_tokens - self.counted_static_tokens * self.steps
+
+    @property
+    def ratio_beyond_static(self) -> float | None:
+        """The ratio on the tokens beyond each agent's static prefix."""
+        live, counted = self.live_beyond_static, self.counted_beyond_static
+        return counted / live if live and counted is not None else None
+
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "ratio": self.ratio}
+        return {**self.__dict__, "ratio": self.ratio, "ratio_beyond_static": self.ratio_beyond_static}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CountedAlong:
-        return cls(**{k: v for k, v in data.items() if k != "ratio"})
+        return cls(**{k: v for k, v in data.items() if k not in ("ratio", "ratio_beyond_static")})
 
 
 @dataclass
@@ -163,8 +189,24 @@ def counted_ratios(counted: Sequence[CountedAlong]) -> dict[str, dict[str, Any]]
             "median_live_tokens": statistics.median(c.live_planner_tokens for c in group),
             "prompts_over_context": sum(c.over_context for c in group),
             "steps": sum(c.steps for c in group),
+            **_beyond_static(group),
         }
     return out
+
+
+def _beyond_static(group: Sequence[CountedAlong]) -> dict[str, Any]:
+    """Median and pooled ratio on the tokens beyond each agent's static prefix, and the prefixes' sizes
+    (None where a record did not count them)."""
+    known = [c for c in group if c.ratio_beyond_static is not None]
+    if len(known) < len(group) or not known:
+        return {"median_beyond_static": None, "pooled_beyond_static": None}
+    live = sum(c.live_beyond_static or 0 for c in known)
+    return {
+        "median_beyond_static": statistics.median(c.ratio_beyond_static or 0.0 for c in known),
+        "pooled_beyond_static": sum(c.counted_beyond_static or 0 for c in known) / live if live else None,
+        "live_static_tokens": statistics.median(c.live_static_tokens or 0 for c in known),
+        "counted_static_tokens": statistics.median(c.counted_static_tokens or 0 for c in known),
+    }
 
 
 def format_counted(counted: Sequence[CountedAlong]) -> list[str]:
@@ -179,6 +221,12 @@ def format_counted(counted: Sequence[CountedAlong]) -> list[str]:
             f"{row['median_live_tokens']:.0f} tokens; {row['prompts_over_context']} of {row['steps']} counted "
             f"prompts over the context)"
         )
+        if row.get("median_beyond_static") is not None:
+            lines.append(
+                f"  beyond the static prefix ({row['live_static_tokens']:.0f} / {row['counted_static_tokens']:.0f} "
+                f"tokens a call, system prompt): median {row['median_beyond_static']:.1f}x, pooled "
+                f"{_fmt(row['pooled_beyond_static'], '.1f')}x"
+            )
     return lines
 
 
@@ -236,6 +284,10 @@ def count_along(
         max_reply_tokens=base.max_reply_tokens,
         list_calls=base.list_calls,
         walkthrough=base.walkthrough,
+        refuse_undo=base.refuse_undo,
+        task_words=base.task_words,
+        refuse_known_answers=base.refuse_known_answers,
+        hand_in_thought=base.hand_in_thought,
     )
     agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph)
     replay = agent.run(
@@ -243,6 +295,11 @@ def count_along(
     )
     window = getattr(model, "context_window", None)
     prompts = [s.input_tokens for s in replay.trajectory]
+    live_agent = parse_agent_kind(episode.agent)
+    live_static = None
+    if embedder is not None or not live_agent.retrieves:
+        live = _replaying_agent(model, live_agent, [], counter, embedder, config, subgraph)
+        live_static = static_prompt_tokens(live, counter)
     return CountedAlong(
         task_id=episode.task_id,
         difficulty=episode.difficulty,
@@ -254,7 +311,16 @@ def count_along(
         counted_planner_tokens=replay.planner_tokens,
         max_prompt=max(prompts, default=0),
         over_context=sum(window is not None and p > window for p in prompts),
+        live_steps=episode.steps,
+        live_static_tokens=live_static,
+        counted_static_tokens=static_prompt_tokens(agent, counter),
     )
+
+
+def static_prompt_tokens(agent: EmbodiedPlanner, count_tokens: Callable[[str], int]) -> int:
+    """The tokens of ``agent``'s static prefix: its system prompt as the chat template wraps it (the part of
+    every planner call that never changes)."""
+    return count_tokens(agent.system_prompt()) + CHATML_OVERHEAD_TOKENS
 
 
 def run_episode(
