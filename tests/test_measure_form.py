@@ -131,3 +131,17 @@ def test_a_form_measuring_from_a_class_uses_the_member_the_question_names(
     ).rows[0]["n"]
     assert by_hand > 0 and result.answer == str(by_hand)
     assert any(f"from: {can}" in note for note in result.context.get("rewrites", []))
+
+
+def test_the_form_is_asked_before_a_plan(store: CypherStore, hydra_graph: SceneGraph) -> None:
+    """A plan costs a call per step; the form one short reply: with both allowed, the form goes first and a
+    form that holds up leaves no plan to ask for."""
+    (bike,) = symbols_of_class(hydra_graph, "bicycle")
+    echo = (
+        "MATCH (t:Object {class: 'trash'}), (b:Object {class: 'bicycle'}) "
+        "RETURN b.nodeSymbol ORDER BY point.distance(t.center, b.center) LIMIT 1"
+    )
+    agent, model = scripted_agent(store, [echo, NEAREST_TRASH], plan=True)
+    result = agent.run("Which bin is nearest to the bike?", answer_type="string")
+    assert result.answer != bike and result.context["form"] == NEAREST_TRASH
+    assert len(model.calls) == 2 and "steps" not in result.context
