@@ -369,10 +369,7 @@ def end_where_said(
         if head == "not":
             return
         if domain.family_of(head) == visits and len(node) == 2:
-            arg = str(node[1])
-            inner = arg[1:-1].strip() if arg.startswith("[") else arg
-            names = [inner, inner.replace("_", " "), *mentions(inner)]
-            spans = words.said_spans(instruction, [n.lower() for n in names if n])
+            spans = words.said_spans(instruction, _names_of(str(node[1]), mentions))
             starts = [a for a, _ in spans if a >= after]
             if starts and (best is None or min(starts) < best[0]):
                 best = (min(starts), node)
@@ -395,6 +392,13 @@ def end_where_said(
     before = _unparse(atom)
     atom[0] = member
     return _unparse(tree), [f"{before} -> {_unparse(atom)}: the instruction says to end there"]
+
+
+def _names_of(arg: str, mentions: Callable[[str], Sequence[str]]) -> list[str]:
+    """How an instruction may say a sketch argument (``[bike]``, ``R5``): its text, with spaces for
+    underscores, and the words ``mentions`` gives for it (lower-cased, once each)."""
+    inner = arg[1:-1].strip() if arg.startswith("[") else arg
+    return list(dict.fromkeys(m.lower() for m in (inner, inner.replace("_", " "), *mentions(inner)) if m))
 
 
 def _keys_positive(node: object, domain: GoalDomain) -> set[str]:
@@ -639,9 +643,7 @@ def widen_to_descriptions(
     def spans_of(token: str) -> list[tuple[int, int]]:
         if not token.startswith("["):
             return words.said_spans(instruction, [token])
-        inner = token[1:-1].strip()
-        said = [inner, inner.replace("_", " "), *mentions(inner)]
-        return words.said_spans(instruction, list(dict.fromkeys(m.lower() for m in said if m)))
+        return words.said_spans(instruction, _names_of(token, mentions))
 
     changed: dict[str, str] = {}
     described: dict[str, tuple[int, int]] = {}  # token -> where its description lies in the instruction
