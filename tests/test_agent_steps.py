@@ -537,3 +537,110 @@ def test_a_negated_pattern_for_a_question_that_negates_nothing_is_sent_back(stor
     assert (
         agent.run("which rooms are not connected to R5?", answer_type="set").answer and len(model.calls) == 1
     )
+
+
+def test_a_join_to_a_container_the_question_never_names_goes(store: CypherStore) -> None:
+    from scenerag.agents.query_repair import drop_unnamed_container
+
+    schema = store.schema()
+    through_rooms = "MATCH (o:Object {class: 'seating'}) WITH o MATCH (o)-[:CONTAINS*]->(r:Room) RETURN count(DISTINCT o) AS n"
+    every = store.query("MATCH (o:Object {class: 'seating'}) RETURN count(o) AS n").rows[0]["n"]
+    fixed, notes = drop_unnamed_container(through_rooms, {"Object"}, schema)
+    assert notes and store.query(fixed).rows[0]["n"] == every
+    # kept: the question names rooms; the room is returned; a chain down to what a place holds is a condition
+    assert drop_unnamed_container(through_rooms, {"Object", "Room"}, schema)[1] == []
+    per_room = "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN r.nodeSymbol, count(o)"
+    assert drop_unnamed_container(per_room, set(), schema)[1] == []
+    occupied = (
+        "MATCH (:Room {nodeSymbol: 'R5'})-[:CONTAINS]->(p:MeshPlace)-[:CONTAINS]->(:Object) RETURN count(p)"
+    )
+    assert drop_unnamed_container(occupied, {"Room", "MeshPlace"}, schema)[1] == []
+    test = "MATCH (o:Object) WHERE EXISTS { MATCH (:Room)-[:CONTAINS*]->(o) } RETURN count(o)"
+    assert drop_unnamed_container(test, set(), schema)[1] == []
+    # through the whole agent: "on this floor in total" names no room
+    agent, _ = scripted_agent(store, [through_rooms])
+    result = agent.run("how many seats are there on this floor in total?", answer_type="number")
+    assert result.answer == str(every)
+
+
+def test_a_route_is_listed_from_where_the_question_starts_it(store: CypherStore) -> None:
+    path = (
+        "MATCH (a:Room {{nodeSymbol: '{a}'}}), (b:Room {{nodeSymbol: '{b}'}}) "
+        "MATCH p = shortestPath((a)-[:ROOM_CONNECTED*..20]-(b)) RETURN [n IN nodes(p) | n.nodeSymbol]"
+    )
+    rows = store.query(path.format(a="R1", b="R3")).rows
+    forward = "[" + ", ".join(next(iter(rows[0].values()))) + "]"
+    assert forward.startswith("[R1") and forward.endswith("R3]")
+    for question in (
+        "Give me the room-by-room route from R1 to R3, in order.",
+        "Route to R3 from R1, in order please",
+        "List the rooms in order: R1 first, R3 last.",
+    ):
+        agent, _ = scripted_agent(store, [path.format(a="R3", b="R1")])
+        assert agent.run(question, answer_type="list").answer == forward, question
+    # a route written the right way round stays as it is
+    agent, _ = scripted_agent(store, [path.format(a="R1", b="R3")])
+    assert agent.run("Route to R3 from R1, in order please", answer_type="list").answer == forward
+
+
+def test_yes_or_no_for_a_which_question_is_turned_into_the_choice_or_sent_back(store: CypherStore) -> None:
+    count = "OPTIONAL MATCH (:Room {{nodeSymbol: '{r}'}})-[:CONTAINS*]->(o:Object {{class: 'seating'}})"
+    boolean = (
+        count.format(r="R1")
+        + " WITH count(DISTINCT o) AS n "
+        + count.format(r="R5").replace("o:", "p:")
+        + " WITH n, count(DISTINCT p) AS m RETURN n > m"
+    )
+    rows = store.query(boolean.replace("RETURN n > m", "RETURN n, m")).rows[0]
+    more = "R1" if rows["n"] > rows["m"] else "R5"
+    agent, model = scripted_agent(store, [boolean])
+    assert agent.run("which room has more seating, R1 or R5?", answer_type="string").answer == more
+    assert len(model.calls) == 1
+    # a true/false that names no choice goes back to the model
+    vague = (
+        "MATCH (r:Room {nodeSymbol: 'R1'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(o) > 3"
+    )
+    right = "MATCH (r:Room {nodeSymbol: 'R1'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(DISTINCT o) AS n"
+    agent, model = scripted_agent(store, [vague, right])
+    result = agent.run("how many seats does R1 have?")  # no type hint, as a user asks
+    assert result.answer == str(store.query(right).rows[0]["n"]) and len(model.calls) == 2
+    assert "not yes or no" in str(model.calls[1].messages[-1].content)
+    # a yes/no question asked after a clause is one
+    agent, model = scripted_agent(store, [boolean])
+    answer = agent.run("Seating in R1 and R5: does R1 have more?", answer_type="string").answer
+    assert answer in ("yes", "no") and len(model.calls) == 1
+
+
+def test_a_subquery_left_open_is_closed(store: CypherStore) -> None:
+    from scenerag.agents.query_repair import close_open_subqueries
+
+    open_one = (
+        "MATCH (r:Room) WHERE EXISTS { MATCH (r)-[:CONTAINS*]->(:Object {class: 'bed'}) "
+        "OR EXISTS { MATCH (r)-[:CONTAINS*]->(:Object {class: 'bag'}) } RETURN r.nodeSymbol AS s"
+    )
+    fixed, notes = close_open_subqueries(open_one)
+    want = store.query(
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE o.class IN ['bed', 'bag'] RETURN DISTINCT r.nodeSymbol AS s"
+    ).rows
+    assert notes and sorted(r["s"] for r in store.query(fixed).rows) == sorted(r["s"] for r in want)
+    assert close_open_subqueries(fixed) == (fixed, [])
+    braces_in_text = "MATCH (o:Object {class: '{x'}) RETURN o"
+    assert close_open_subqueries(braces_in_text) == (braces_in_text, [])
+
+
+def test_a_query_that_leaves_out_a_typed_node_is_no_true_not_found(store: CypherStore) -> None:
+    symbol = store.query("MATCH (o:Object {class: 'seating'}) RETURN o.nodeSymbol AS s LIMIT 1").rows[0]["s"]
+    absent = (
+        "MATCH (x:Object {class: 'sign'}), (ref:Object {class: 'couch'}) WITH x "
+        "ORDER BY point.distance(x.center, ref.center) LIMIT 1 RETURN x.nodeSymbol"
+    )
+    right = (
+        f"MATCH (x:Object {{class: 'sign'}}), (ref:Object {{nodeSymbol: '{symbol}'}}) WITH x "
+        "ORDER BY point.distance(x.center, ref.center) LIMIT 1 RETURN x.nodeSymbol"
+    )
+    agent, model = scripted_agent(store, [absent, right], measure_form=False)
+    result = agent.run(f"which sign is closest to the couch {symbol}?", answer_type="string")
+    assert result.answer == store.query(right).rows[0]["x.nodeSymbol"] and len(model.calls) == 2
+    assert f"mentions {symbol}" in str(model.calls[1].messages[-1].content) or symbol in str(
+        model.calls[1].messages[-1].content
+    )

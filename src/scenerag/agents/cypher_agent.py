@@ -66,12 +66,15 @@ from scenerag.agents.query_repair import (
     carry_dropped_variables,
     center_arguments,
     choice_column_only,
+    close_open_subqueries,
+    comparison_as_choice,
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
     drop_idle_sibling,
     drop_idle_with,
     drop_return_trip,
+    drop_unnamed_container,
     extreme_in_with,
     holder_classes,
     inline_patterns,
@@ -841,6 +844,13 @@ class CypherAgent:
             if answer_type in (None, "dict"):
                 query, more = count_every_group(query)
                 notes += more
+            query, more = drop_unnamed_container(
+                query, self._named_labels(question, links), self.store.schema()
+            )
+            notes += more
+            if self._asks_a_thing(question):
+                query, more = comparison_as_choice(query, _naming_literals(links))
+                notes += more
         outcome.notes = notes
         result, problem, ran = self._execute(state, query, notes)
         outcome.ran = ran
@@ -853,7 +863,7 @@ class CypherAgent:
             yes_no = self.words.is_yes_no(question) and answer_type in (None, "string")
             outcome.answer = self.words.yes_no(False) if yes_no else ("0" if counts else NOT_FOUND)
             doubts = self._doubts(ran or query, question, links, None)
-            if self._names_absent_value(ran or query):
+            if self._names_absent_value(ran or query, links):
                 outcome.grade = Grade.OK  # it asked for something the graph does not hold: a true "not found"
             elif doubts:
                 outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
@@ -866,10 +876,13 @@ class CypherAgent:
             return outcome
         mismatch = shape_mismatch(result, answer_type)
         outcome.answer = self._format(result, ran or query, question, answer_type)
+        if outcome.answer and outcome.answer.startswith("["):
+            outcome.answer, more = self._route_from_start(outcome.answer, question, links)
+            outcome.notes += more
         if mismatch:
             outcome.grade, outcome.problem = Grade.DOUBTFUL, mismatch  # never the asked kind: structural
             return outcome
-        if _counted_nothing(result, ran or query) and not self._names_absent_value(ran or query):
+        if _counted_nothing(result, ran or query) and not self._names_absent_value(ran or query, links):
             # a count of 0 over values that exist is an empty match in disguise
             outcome.grade = Grade.EMPTY
             outcome.problem = self._empty_diagnosis(ran or query, links).replace(
@@ -917,7 +930,7 @@ class CypherAgent:
                     + ", but the query does not use it.",
                 )
             )
-        if not self._names_absent_value(query):
+        if not self._names_absent_value(query, links):
             invented = self._invented(query, links, question)
             if invented:
                 doubts.append(
@@ -960,6 +973,20 @@ class CypherAgent:
                 )
             )
         named = _named_nodes(links)
+        if (
+            answer is not None
+            and answer.strip().lower() in ("true", "false")
+            and self._asks_a_thing(question)
+        ):
+            pair = list(named)
+            choice = (
+                f" (which of {self.words.join(pair)}: CASE WHEN ... THEN '{pair[0]}' ELSE '{pair[1]}' END)"
+                if len(pair) == 2
+                else ""
+            )
+            doubts.append(
+                ("kind", f"The question asks for a thing or a value, not yes or no: return it{choice}.")
+            )
         if answer is not None and len(named) == 1 and answer.strip("<>[] ") in named:
             symbol, said = next(iter(named.items()))
             doubts.append(
@@ -1043,6 +1070,7 @@ class CypherAgent:
         query = cypher
         if self.config.auto_repair:
             for repair in (
+                close_open_subqueries,
                 split_subquery_arithmetic,
                 split_subquery_alternatives,
                 merge_union_by_symbol,
@@ -1130,12 +1158,70 @@ class CypherAgent:
                 invented.append(f"{m.group(1)} m")
         return invented
 
-    def _names_absent_value(self, query: str) -> bool:
+    def _asks_a_thing(self, question: str) -> bool:
+        """Whether ``question`` opens with a word that asks for a thing or a value ("which", "how many") and
+        is no yes/no question: true or false cannot answer it."""
+        return (
+            self.words.starts_with_any(question, self.words.asks_more)
+            and not self.words.is_yes_no(question)
+            and not self.words.says(question, self.words.answer_words)
+        )
+
+    def _route_from_start(self, answer: str, question: str, links: Sequence[Link]) -> tuple[str, list[str]]:
+        """An ordered answer whose two ends are nodes the question names, listed from the one the question
+        starts from: the one after a source word ("from the lounge to R3"), else the one it names first. A path
+        found from its other end ([R3, R2, R1]) is turned round; ``(answer, notes)``."""
+        items = [item.strip() for item in answer.strip("[]").split(",")]
+        named = _named_nodes(links)
+        if len(items) < 2 or items[0] == items[-1] or not {items[0], items[-1]} <= set(named):
+            return answer, []
+        low = question.lower()
+
+        def said_at(symbol: str) -> int | None:
+            spots = [
+                m.start()
+                for link in links
+                if symbol == link.value or (link.key != ont.SYMBOL_KEY and link.symbols == (symbol,))
+                for mention in link.mentions
+                for m in re.finditer(rf"\b{re.escape(mention.lower())}\b", low)
+            ]
+            return min(spots) if spots else None
+
+        first, last = said_at(items[0]), said_at(items[-1])
+        if first is None or last is None:
+            return answer, []
+        sources = [end for _, end in self.words.said_spans(question, self.words.source_words)]
+
+        def after_source(at: int) -> bool:
+            return any(0 <= at - end <= 12 and len(low[end:at].split()) <= 1 for end in sources)
+
+        starts_last = after_source(last) and not after_source(first)
+        if not starts_last and (after_source(first) or first < last):
+            return answer, []
+        return "[" + ", ".join(reversed(items)) + "]", [
+            f"listed the route from {items[-1]}, where the question starts it"
+        ]
+
+    def _named_labels(self, question: str, links: Sequence[Link]) -> set[str]:
+        """The layers ``question`` names: by a linked class or symbol, or by a layer word ("room")."""
+        named = {link.label for link in links}
+        for word, labels in self.words.layer_words.items():
+            if labels and re.search(rf"\b{re.escape(word)}s?\b", question, re.I):
+                named.update(labels)
+        return named
+
+    def _names_absent_value(self, query: str, links: Sequence[Link] = ()) -> bool:
         """Whether the query filters on a value the graph does not hold (its answer is "not found" whatever
-        else it copied)."""
+        else it copied), and uses every node the question names by symbol (a node the user typed exists: a
+        query that leaves it out for an absent class, "the couch O98" as class 'couch', found nothing of it)."""
         schema = self.store.schema()
         if conflicting_filters(query):
             return False  # "storage AND furniture" for one node finds nothing whatever the graph holds
+        if any(
+            link.key == ont.SYMBOL_KEY and not self._locates_named(link, query)
+            for link in unused_links(query, links)
+        ):
+            return False
         return any(
             schema.value_owner(v) is None and not is_symbol(v) for v in re.findall(r"'([^']*)'", query)
         )
@@ -1868,6 +1954,15 @@ def _named_nodes(links: Sequence[Link]) -> dict[str, str]:
         if link.key != ont.SYMBOL_KEY and link.seen and len(link.symbols) == 1:
             named.setdefault(link.symbols[0], f"{link.symbols[0]} (the only {link.value})")
     return named
+
+
+def _naming_literals(links: Sequence[Link]) -> dict[str, str]:
+    """Literals a query may match a named node by -> its symbol: the symbol, or a class with one member."""
+    return {
+        link.value: link.value if link.key == ont.SYMBOL_KEY else link.symbols[0]
+        for link in links
+        if (link.key == ont.SYMBOL_KEY or (link.seen and len(link.symbols) == 1))
+    }
 
 
 def _normalized(query: str) -> str:

@@ -19,7 +19,7 @@ Every rewrite is reported back to the model, so it also learns the right form.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from scenerag.graph import ontology as ont
 from scenerag.store.cypher import Token, tokenize
@@ -1106,3 +1106,132 @@ def drop_idle_with(query: str) -> tuple[str, list[str]]:
             f"WITH {projection.strip()} computed nothing used later and dropped {', '.join(dropped)}: removed"
         ]
     return query, []
+
+
+def _label_of(query: str, var: str | None) -> str | None:
+    """The label ``var`` is given somewhere in ``query`` (``(o:Object ...``), or None."""
+    m = re.search(rf"\(\s*{re.escape(var)}\s*:\s*(\w+)", query) if var else None
+    return m.group(1) if m else None
+
+
+_HOP = r"\s*<?-\[\s*:\s*CONTAINS\s*(?:\*\s*(?:\d*\s*(?:\.\.)?\s*\d*))?\s*\]->?\s*"
+_BARE_NODE = r"\(\s*:\s*\w+\s*\)"
+_CONTAINER_END = re.compile(
+    rf"(?P<head>\(\s*(?P<hv>[A-Za-z_]\w*)?\s*:\s*(?P<hl>\w+)\s*\)(?:{_HOP}{_BARE_NODE})*{_HOP})(?=\()"
+    rf"|(?<=\))(?P<tail>(?:{_HOP}{_BARE_NODE})*{_HOP}\(\s*(?P<tv>[A-Za-z_]\w*)?\s*:\s*(?P<tl>\w+)\s*\))"
+)
+
+
+def drop_unnamed_container(
+    query: str, named_labels: Collection[str], schema: GraphSchema
+) -> tuple[str, list[str]]:
+    """A containment chain to a container the query never uses again, filters on nothing, and whose layer
+    the question never names (``MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN
+    count(o)`` for "how many seats on this floor") only drops what no such container holds: the chain goes,
+    leaving its other end. ``(query, notes)``; unchanged inside subqueries and maps (``EXISTS {...}`` is a
+    condition), for layers in ``named_labels``, and where the dropped end is not a layer that holds the
+    other (a chain down to ``(:Object)`` asks for places that hold something)."""
+    for m in _CONTAINER_END.finditer(query):
+        head = m.group("head") is not None
+        var, label = (m.group("hv"), m.group("hl")) if head else (m.group("tv"), m.group("tl"))
+        if label in named_labels:
+            continue
+        end = re.match(r"\(\s*(?P<v>[A-Za-z_]\w*)?\s*(?::\s*(?P<l>\w+))?", query[m.end() :]) if head else None
+        if not head:
+            end = re.search(r"\(\s*(?P<v>[A-Za-z_]\w*)?\s*(?::\s*(?P<l>\w+))?[^()]*\)$", query[: m.start()])
+        other = end and (end.group("l") or _label_of(query, end.group("v")))
+        if not other or not _holds(schema, label, other):
+            continue
+        if var and len(re.findall(rf"(?<![\w.']){re.escape(var)}\b", query)) != 1:
+            continue
+        before = query[: m.start()]
+        if before.count("{") != before.count("}") or before.count("[") != before.count("]"):
+            continue
+        clauses = re.findall(r"\b(OPTIONAL\s+MATCH|MATCH|WITH|WHERE|RETURN|UNWIND|ORDER)\b", before, re.I)
+        if not clauses or clauses[-1].upper() != "MATCH":
+            continue  # only a plain MATCH's pattern (an OPTIONAL MATCH's or a WHERE's changes nothing or is a test)
+        fixed = query[: m.start()] + query[m.end() :]
+        again = re.search(r",\s*\((?P<v>[A-Za-z_]\w*)\)(?=\s*(?:WHERE|WITH|RETURN|MATCH|OPTIONAL|$))", fixed)
+        if again and re.search(rf"\({again.group('v')}[:)\s]", fixed[: again.start()]):
+            fixed = fixed[: again.start()] + fixed[again.end() :]  # "(o:Object), (o)": the bare repeat goes
+        return fixed, [
+            f"the question never names a {label}: a count or list over the whole graph keeps what no "
+            f"{label} holds (dropped the join to an unused {label})"
+        ]
+    return query, []
+
+
+_JOINED_SUBQUERY = re.compile(r"\s+(?:OR|AND)\s+(?:NOT\s+)?(?:EXISTS|COUNT)\s*\{", re.I)
+
+
+def close_open_subqueries(query: str) -> tuple[str, list[str]]:
+    """``WHERE EXISTS { MATCH a OR EXISTS { MATCH b } RETURN ...`` (a subquery left open before the next one
+    is joined to it) gets its ``}`` back before the OR/AND, and one left open at the end before the last
+    RETURN. ``(query, notes)``; unchanged when the braces balance (string literals are not counted)."""
+    masked = re.sub(r"'(?:[^'\\]|\\.)*'", lambda m: "'" + "_" * (len(m.group(0)) - 2) + "'", query)
+    missing = masked.count("{") - masked.count("}")
+    if missing <= 0:
+        return query, []
+    inserts: list[int] = []
+    stack: list[bool] = []  # True: a subquery's brace, False: a map's
+    i = 0
+    while i < len(masked):
+        joined = _JOINED_SUBQUERY.match(masked, i)
+        if joined and stack and stack[-1] and len(inserts) < missing:
+            inserts.append(i)
+            stack.pop()
+        ch = masked[i]
+        if ch == "{":
+            stack.append(bool(re.search(r"\b(?:EXISTS|COUNT)\s*$", masked[:i], re.I)))
+        elif ch == "}" and stack:
+            stack.pop()
+        i += 1
+    if len(inserts) < missing and stack and all(stack):
+        last = [m.start() for m in re.finditer(r"\s+RETURN\b", masked, re.I)]
+        if last and (not inserts or last[-1] > inserts[-1]):
+            inserts += [last[-1]] * (missing - len(inserts))
+    if not inserts:
+        return query, []
+    fixed = query
+    for at in sorted(inserts, reverse=True):
+        fixed = fixed[:at] + " }" + fixed[at:]
+    return fixed, ["a subquery was left open: closed its brace before what follows it"]
+
+
+_RETURN_COMPARISON = re.compile(
+    r"\bRETURN\s+(?P<a>[A-Za-z_]\w*)\s*(?P<op>>=|<=|>|<)\s*(?P<b>[A-Za-z_]\w*)(?:\s+AS\s+\w+)?\s*;?\s*$", re.I
+)
+
+
+def comparison_as_choice(query: str, named: Mapping[str, str]) -> tuple[str, list[str]]:
+    """``... AS n ... AS m RETURN n > m`` for "which has more, R1 or R5" answers true/false; each value is
+    read off the named node matched just before it is defined (``named``: a literal the query may match it
+    by, its symbol or its one-member class -> the symbol; two nodes), and the query returns that node's
+    symbol instead: ``CASE WHEN n > m THEN 'R1' ELSE 'R5' END``. ``(query, notes)``; unchanged unless each
+    side comes from a different one of the two."""
+    m = _RETURN_COMPARISON.search(query)
+    pair = sorted(set(named.values()))
+    if m is None or len(pair) != 2:
+        return query, []
+    head = query[: m.start()]
+    spots = {}
+    for side in ("a", "b"):
+        defined = [d.start() for d in re.finditer(rf"\bAS\s+{re.escape(m.group(side))}\b", head, re.I)]
+        if not defined:
+            return query, []
+        spots[side] = defined[0]
+    (first, start), (second, end) = sorted(spots.items(), key=lambda kv: kv[1])
+
+    def last_named(text: str) -> str | None:
+        found = [named[s] for s in re.findall(r"'([^']*)'", text) if s in named]
+        return found[-1] if found else None
+
+    owner = {first: last_named(head[:start]), second: last_named(head[start:end])}
+    if None in owner.values() or owner["a"] == owner["b"]:
+        return query, []
+    case = (
+        f"CASE WHEN {m.group('a')} {m.group('op')} {m.group('b')} THEN '{owner['a']}' ELSE '{owner['b']}' END"
+    )
+    return head + f"RETURN {case}", [
+        f"the question asks which of {pair[0]} and {pair[1]}: returned the one the comparison picks"
+    ]

@@ -65,6 +65,8 @@ class Words:
     description_openers: tuple[str, ...] = ()
     #: words for a direct connection between two nodes of one layer ("border", "walk straight into")
     connection_words: tuple[str, ...] = ()
+    #: words before the start of a route ("*from* the lounge to R3"): an ordered path begins at that node
+    source_words: tuple[str, ...] = ()
     #: a question saying one of these asks about what is not so ("objects that didn't get a room")
     negation_words: tuple[str, ...] = ()
     #: words besides ``negation_words`` that may ask for a pattern not to hold ("no", "other", "except")
@@ -151,10 +153,12 @@ class Words:
 
     def is_yes_no(self, question: str) -> bool:
         """Whether ``question`` only asks yes or no ("Are R1 and R5 connected?", not "Is there a bag? Which
-        one?"), or names the yes/no answers ("..., yes or no")."""
+        one?"), or names the yes/no answers ("..., yes or no"). The asking clause may follow a sentence or a
+        clause before it ("I'm in the lounge. Is there a bin?", "If I stay on the places, can I reach P3?")."""
         if all(self.has_any(question, [w]) for w in self.yes_no_answer):
             return True
-        return self.starts_with_any(question, self.yes_no_starts) and not self.has_any(
+        clauses = re.split(r"[.,;:!?]\s+", question)
+        return any(self.starts_with_any(c, self.yes_no_starts) for c in clauses) and not self.has_any(
             question, self.asks_more
         )
 
@@ -202,6 +206,7 @@ _LISTS = (
     "negation_words",
     "exclusion_words",
     "connection_words",
+    "source_words",
     "clause_words",
     "answer_words",
     "mass_nouns",
@@ -262,6 +267,7 @@ def _merge(files: Sequence[Path]) -> Words:
         negation_words=tuple(lists.get("negation_words", ())),
         exclusion_words=tuple(lists.get("negation_words", ())) + tuple(lists.get("exclusion_words", ())),
         connection_words=tuple(lists.get("connection_words", ())),
+        source_words=tuple(lists.get("source_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
         layer_words=layers,
         floors=floors,
