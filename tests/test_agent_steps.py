@@ -644,3 +644,21 @@ def test_a_query_that_leaves_out_a_typed_node_is_no_true_not_found(store: Cypher
     assert f"mentions {symbol}" in str(model.calls[1].messages[-1].content) or symbol in str(
         model.calls[1].messages[-1].content
     )
+
+
+def test_next_to_between_two_rooms_is_their_edge_one_hop(store: CypherStore) -> None:
+    agent, _ = scripted_agent(store, [])
+    question = "Which hallway is right next to the lounge?"
+    links = agent.linker().link(question)
+    assert agent._relation_phrases(question, links) == [
+        "'next to' is (r:Room)-[:ROOM_CONNECTED]-(:Room), one hop"
+    ]
+    for other in ("what is next to the bed?", "which room is next to the bed?"):
+        assert agent._relation_phrases(other, agent.linker().link(other)) == [], other
+    unbounded = (
+        "MATCH (r:Room {class: 'hallway'})-[:ROOM_CONNECTED*]->(l:Room {class: 'lounge'}) RETURN r.nodeSymbol"
+    )
+    right = "MATCH (r:Room {class: 'hallway'})-[:ROOM_CONNECTED]-(:Room {class: 'lounge'}) RETURN r.nodeSymbol AS s"
+    want = "<" + ", ".join(sorted(r["s"] for r in store.query(right).rows)) + ">"
+    agent, _ = scripted_agent(store, [unbounded])
+    assert sldp_equal(agent.run(question, answer_type="set").answer or "", want)

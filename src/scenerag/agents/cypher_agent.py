@@ -80,6 +80,7 @@ from scenerag.agents.query_repair import (
     inline_patterns,
     measure_the_counted_node,
     merge_union_by_symbol,
+    one_hop,
     others_for_self_distance,
     repair_mentions,
     repair_node_operators,
@@ -396,19 +397,30 @@ class CypherAgent:
 
     def _relation_phrases(self, question: str, links: Sequence[Link]) -> list[str]:
         """What the question's words for a direct connection mean in this graph ("'walk straight into' is
-        (:Room)-[:ROOM_CONNECTED]-(:Room)"): the language's ``connection_words``, for the layer the question
-        asks about or names that has same-layer edges; empty otherwise."""
-        found = self.words.says(question, self.words.connection_words)
-        if not found:
+        (:Room)-[:ROOM_CONNECTED]-(:Room)"), from ``_connection``; empty when it says none."""
+        said = self._connection(question, links)
+        if said is None:
             return []
+        words, label, edge = said
+        return [
+            f"{', '.join(repr(w) for w in words)} is ({label[0].lower()}:{label})-[:{edge}]-(:{label}), one hop"
+        ]
+
+    def _connection(self, question: str, links: Sequence[Link]) -> tuple[list[str], str, str] | None:
+        """The question's words for a direct connection, the layer and its same-layer edge: the language's
+        ``connection_words`` for the layer the question asks about or names that has such edges, and its
+        ``nearness_words`` between two nodes of one such layer ("the hallway next to the lounge"); None
+        otherwise."""
         schema = self.store.schema()
         own = {a: t for (a, t, b) in schema.patterns if a == b and t.endswith("_CONNECTED")}
-        asked = self._asked_label(question, links)
-        for label in [asked, *(link.label for link in links)]:
-            if label in own:
-                words = ", ".join(repr(w) for w in found)
-                return [f"{words} is ({label[0].lower()}:{label})-[:{own[label]}]-(:{label}), one hop"]
-        return []
+        labels = [self._asked_label(question, links), *(link.label for link in links)]
+        found = self.words.says(question, self.words.connection_words)
+        near = self.words.says(question, self.words.nearness_words)
+        if near and any(label in own and labels.count(label) >= 2 for label in set(labels)):
+            found = found + near
+            labels = [label for label in labels if labels.count(label) >= 2]
+        label = next((label for label in labels if label in own), None) if found else None
+        return (found, label, own[label]) if label else None
 
     def grammar(self, question: str) -> str | None:
         """The GBNF grammar for queries about ``question`` (None when the model cannot follow one, or the
@@ -844,6 +856,8 @@ class CypherAgent:
             if answer_type in (None, "dict"):
                 query, more = count_every_group(query)
                 notes += more
+            query, more = one_hop(query, self._connection(question, links))
+            notes += more
             query, more = drop_unnamed_container(
                 query, self._named_labels(question, links), self.store.schema()
             )

@@ -1235,3 +1235,15 @@ def comparison_as_choice(query: str, named: Mapping[str, str]) -> tuple[str, lis
     return head + f"RETURN {case}", [
         f"the question asks which of {pair[0]} and {pair[1]}: returned the one the comparison picks"
     ]
+
+
+def one_hop(query: str, connection: tuple[list[str], str, str] | None) -> tuple[str, list[str]]:
+    """A variable-length hop over the edge the question's words mean as one hop ("the hallway *next to* the
+    lounge": ``[:ROOM_CONNECTED*]``) becomes one hop. ``(query, notes)``; unchanged without such words."""
+    if connection is None:
+        return query, []
+    words, _, edge = connection
+    fixed = re.sub(rf"\[\s*(\w*)\s*:\s*{edge}\s*\*\s*(?:1?\s*\.\.\s*\d*)?\s*\]", rf"[\1:{edge}]", query)
+    if fixed == query:
+        return query, []
+    return fixed, [f"{words[0]!r} means one {edge} hop: matched one"]

@@ -65,6 +65,9 @@ class Words:
     description_openers: tuple[str, ...] = ()
     #: words for a direct connection between two nodes of one layer ("border", "walk straight into")
     connection_words: tuple[str, ...] = ()
+    #: words for being next to something: between two nodes of a layer with same-layer edges ("the hallway
+    #: next to the lounge") they mean that edge, as ``connection_words`` do
+    nearness_words: tuple[str, ...] = ()
     #: words before the start of a route ("*from* the lounge to R3"): an ordered path begins at that node
     source_words: tuple[str, ...] = ()
     #: a question saying one of these asks about what is not so ("objects that didn't get a room")
@@ -207,6 +210,7 @@ _LISTS = (
     "exclusion_words",
     "connection_words",
     "source_words",
+    "nearness_words",
     "clause_words",
     "answer_words",
     "mass_nouns",
@@ -268,6 +272,7 @@ def _merge(files: Sequence[Path]) -> Words:
         exclusion_words=tuple(lists.get("negation_words", ())) + tuple(lists.get("exclusion_words", ())),
         connection_words=tuple(lists.get("connection_words", ())),
         source_words=tuple(lists.get("source_words", ())),
+        nearness_words=tuple(lists.get("nearness_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
         layer_words=layers,
         floors=floors,
