@@ -662,3 +662,23 @@ def test_next_to_between_two_rooms_is_their_edge_one_hop(store: CypherStore) -> 
     want = "<" + ", ".join(sorted(r["s"] for r in store.query(right).rows)) + ">"
     agent, _ = scripted_agent(store, [unbounded])
     assert sldp_equal(agent.run(question, answer_type="set").answer or "", want)
+
+
+def test_a_node_matched_but_never_related_to_the_answer_is_sent_back(store: CypherStore) -> None:
+    from scenerag.agents.query_repair import unrelated_nodes
+
+    loose = (
+        "MATCH (o:Object {class: 'storage'}), (b:Object {class: 'bed'}) WHERE b.nodeSymbol = 'O275' "
+        "RETURN o.nodeSymbol"
+    )
+    assert unrelated_nodes(loose) == ["b"]
+    joined = (
+        "MATCH (o:Object {class: 'storage'}), (b:Object {class: 'bed'}) "
+        "RETURN o.nodeSymbol ORDER BY point.distance(o.center, b.center) LIMIT 1"
+    )
+    assert unrelated_nodes(joined) == []
+    assert unrelated_nodes("MATCH (a {nodeSymbol: 'R1'}), (b {nodeSymbol: 'R5'}) RETURN a.x - b.x") == []
+    agent, model = scripted_agent(store, [loose, joined])
+    result = agent.run("Which storage unit is right by the bed?", answer_type="set")
+    assert result.answer == "<" + store.query(joined).rows[0]["o.nodeSymbol"] + ">" and len(model.calls) == 2
+    assert "never relates it" in str(model.calls[1].messages[-1].content)

@@ -318,6 +318,11 @@ _MENTIONS = {
             "(safe [storage])",
             "(safe [storage unit right by the box])",
         ),
+        (  # the model's own words for the description: widened from its head to what the instruction says
+            "There's some kind of storage unit right by the box. Can you inspect it?",
+            "(all (safe [storage in box]))",
+            "(all (safe [storage unit right by the box]))",
+        ),
         # unchanged: a destination right after the class, no opener, a clause word, already a description
         ("Put the box in R3.", "(object-in-place [box] R3)", None),
         ("Go by the box first, then wait in R3.", "(and (visited-object [box]) (in-room R3))", None),

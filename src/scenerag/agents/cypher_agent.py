@@ -92,6 +92,7 @@ from scenerag.agents.query_repair import (
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
+    unrelated_nodes,
     widen_shortest_paths,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
@@ -984,6 +985,16 @@ class CypherAgent:
                 (
                     "negation",
                     "The question asks for what is so, but the query asks for a pattern NOT to hold: drop the NOT.",
+                )
+            )
+        loose = unrelated_nodes(query) if answer is not None else []
+        if loose:
+            doubts.append(
+                (
+                    "unrelated",
+                    f"The query matches {', '.join(loose)} but never relates "
+                    f"{'it' if len(loose) == 1 else 'them'} to what it returns: say how they relate (a path, "
+                    "containment, a distance).",
                 )
             )
         named = _named_nodes(links)

@@ -620,8 +620,9 @@ def widen_to_descriptions(
     The description opens with one of the language's ``description_openers`` right after the class's first
     mention (``mentions``: the words that name it in the instruction) and ends at punctuation, a
     ``clause_words`` word, or before another argument of the same atom (a destination: "put the box in R3");
-    trailing stop and ``layers`` words go then. A bracket that already says more than a class, or a
-    description of nothing but stop words, is left as it is. A bracket the instruction mentions only inside
+    trailing stop and ``layers`` words go then. A bracket that copies the instruction's description, or a
+    description of nothing but stop words, is left as it is; one that says a description in the model's own
+    words ("[storage in bed]") is widened from its head class. A bracket the instruction mentions only inside
     another's description ("the hallway that has *the light* in it") names no target: its atoms go, while
     something positive is left."""
     tree = _parsed(sketch)
@@ -646,13 +647,23 @@ def widen_to_descriptions(
         return words.said_spans(instruction, _names_of(token, mentions))
 
     changed: dict[str, str] = {}
+    heads: dict[str, str] = {}  # token -> the bracket naming its class
     described: dict[str, tuple[int, int]] = {}  # token -> where its description lies in the instruction
     notes: list[str] = []
     for token in brackets:
         inner = token[1:-1].strip()
-        if not inner or ont.has_symbol_shape(inner) or words.says(inner, words.description_openers):
+        if not inner or ont.has_symbol_shape(inner):
             continue
-        own = sorted(spans_of(token), key=lambda span: (span[0], -span[1]))  # the longest first mention
+        named = token
+        if words.says(inner, words.description_openers):
+            # the model's own words for a description ("[storage in bed]" for "storage unit right by the
+            # bed"): its head is widened to what the instruction says; a description copied as said stays
+            cut = words.said_spans(inner, words.description_openers)[0][0]
+            head, said = inner[:cut].strip(), " ".join(inner[cut:].lower().split())
+            if not head or said in " ".join(low.split()):
+                continue  # "[seating in R5]" for "the chairs in R5": the description as said
+            named = f"[{head}]"
+        own = sorted(spans_of(named), key=lambda span: (span[0], -span[1]))  # the longest first mention
         if not own:
             continue
         end = own[0][1]
@@ -679,6 +690,7 @@ def widen_to_descriptions(
             continue
         widened = f"[{instruction[own[0][0] : end]} {description}]"
         changed[token] = widened
+        heads[token] = named
         described[token] = (end, end + stop)
         notes.append(f"{token} -> {widened}: the instruction describes which")
     if not changed:
@@ -717,7 +729,11 @@ def widen_to_descriptions(
             f"{', '.join(sorted(inside))} dropped: the instruction names {'it' if len(inside) == 1 else 'them'} "
             "only to describe something else"
         )
-    return _unparse(swap(pruned)), notes, {new[1:-1]: old[1:-1].strip() for old, new in changed.items()}
+    return (
+        _unparse(swap(pruned)),
+        notes,
+        {new[1:-1]: heads[old][1:-1].strip() for old, new in changed.items()},
+    )
 
 
 def _has_positive(node: object) -> bool:

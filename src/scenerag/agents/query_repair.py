@@ -18,6 +18,7 @@ Every rewrite is reported back to the model, so it also learns the right form.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Collection, Mapping
 
@@ -1247,3 +1248,70 @@ def one_hop(query: str, connection: tuple[list[str], str, str] | None) -> tuple[
     if fixed == query:
         return query, []
     return fixed, [f"{words[0]!r} means one {edge} hop: matched one"]
+
+
+_PATTERN_VAR = re.compile(r"\(\s*([A-Za-z_]\w*)\s*[:){]")
+_CLAUSE_WORD = re.compile(
+    r"\b(?:OPTIONAL\s+MATCH|MATCH|WHERE|WITH|RETURN|ORDER\s+BY|UNWIND|LIMIT|SKIP)\b", re.I
+)
+
+
+def _top_level_split(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` (a pattern) outside brackets."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
+        sep = re.match(separator, text[i:], re.I) if depth == 0 else None
+        if sep and sep.end() > 0:
+            parts.append(text[start:i])
+            i += sep.end()
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def unrelated_nodes(query: str) -> list[str]:
+    """Node variables the query matches but never relates to what it returns: a pattern of its own (``MATCH
+    (o:Object {class: 'storage'}), (b:Object {class: 'bed'})``) that no condition, ordering or returned
+    expression joins to the rest; it only asks that such a node exists. Empty when every pattern is joined,
+    or the query is one this reading cannot follow (subqueries, UNION, CALL)."""
+    if re.search(r"\{\s*(?:OPTIONAL\s+)?MATCH\b|\bUNION\b|\bCALL\b", query, re.I):
+        return []
+    masked = re.sub(r"'(?:[^'\\]|\\.)*'", "''", query)
+    cuts = [m.start() for m in _CLAUSE_WORD.finditer(masked)] + [len(masked)]
+    groups: list[set[str]] = []
+    returned: set[str] = set()
+
+    def join(names: set[str]) -> None:
+        touching = [g for g in groups if g & names]
+        merged = set(names).union(*touching)
+        for g in touching:
+            groups.remove(g)
+        groups.append(merged)
+
+    known: set[str] = set()
+    for start, end in itertools.pairwise(cuts):
+        clause = masked[start:end]
+        word = _CLAUSE_WORD.match(clause)
+        kind = re.sub(r"\s+", " ", word.group(0).upper()) if word else ""
+        body = clause[word.end() :] if word else clause
+        if kind in ("MATCH", "OPTIONAL MATCH"):
+            for piece in _top_level_split(body, r","):
+                names = set(_PATTERN_VAR.findall(piece)) | (
+                    {p.group(1)} if (p := re.match(r"\s*([A-Za-z_]\w*)\s*=", piece)) else set()
+                )
+                known |= names
+                join(names or {f"#{len(groups)}"})
+            continue
+        for atom in _top_level_split(body, r",|\bAND\b|\bOR\b") if kind != "RETURN" else [body]:
+            names = {n for n in re.findall(r"(?<![\w.$])([A-Za-z_]\w*)\b", atom) if n in known}
+            if len(names) > 1:
+                join(names)
+            if kind in ("RETURN", "WITH"):
+                returned |= names
+    if len(groups) < 2 or not returned:
+        return []
+    return sorted(v for g in groups if not g & returned for v in g if not v.startswith("#"))
