@@ -653,6 +653,8 @@ def test_next_to_between_two_rooms_is_their_edge_one_hop(store: CypherStore) -> 
     assert agent._relation_phrases(question, links) == [
         "'next to' is (r:Room)-[:ROOM_CONNECTED]-(:Room), one hop"
     ]
+    layer_words = "which rooms are right next to the room the bicycle's in?"
+    assert agent._relation_phrases(layer_words, agent.linker().link(layer_words))
     for other in ("what is next to the bed?", "which room is next to the bed?"):
         assert agent._relation_phrases(other, agent.linker().link(other)) == [], other
     unbounded = (

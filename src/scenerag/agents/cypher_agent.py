@@ -417,11 +417,24 @@ class CypherAgent:
         labels = [self._asked_label(question, links), *(link.label for link in links)]
         found = self.words.says(question, self.words.connection_words)
         near = self.words.says(question, self.words.nearness_words)
-        if near and any(label in own and labels.count(label) >= 2 for label in set(labels)):
+        said = self._layer_mentions(question, links)
+        if near and any(label in own and said.count(label) >= 2 for label in set(said)):
             found = found + near
-            labels = [label for label in labels if labels.count(label) >= 2]
+            labels = [label for label in said if said.count(label) >= 2]
         label = next((label for label in labels if label in own), None) if found else None
         return (found, label, own[label]) if label else None
+
+    def _layer_mentions(self, question: str, links: Sequence[Link]) -> list[str]:
+        """The layer of each node or class the question mentions, once per mention: a linked class or symbol
+        ("the lounge"), or a layer word ("the room the bike is in")."""
+        out = [link.label for link in links for _ in link.mentions]
+        taken = [span for link in links for span in self.words.said_spans(question, link.mentions)]
+        for word in sorted(self.words.layer_words, key=len, reverse=True):
+            for a, b in self.words.said_spans(question, [word]):
+                if not any(a < y and x < b for x, y in taken):
+                    taken.append((a, b))
+                    out += [label for label in self.words.layer_words[word][:1]]
+        return out
 
     def grammar(self, question: str) -> str | None:
         """The GBNF grammar for queries about ``question`` (None when the model cannot follow one, or the
