@@ -254,6 +254,8 @@ def test_format_rows_collected_and_split_shapes() -> None:
     xyz = format_rows(["x", "y", "z"], [{"x": -2.17, "y": -2.85, "z": -0.23}], answer_type="point")
     assert sldp_equal(xyz, "POINT(-2.17 -2.85 -0.23)")
     assert format_rows(["x", "y"], [{"x": 1.0, "y": 2.0}], answer_type="point") != "POINT(1 2)"
+    as_list = format_rows(["p"], [{"p": [-2.17, -2.85, -0.23]}], answer_type="point")
+    assert sldp_equal(as_list, "POINT(-2.17 -2.85 -0.23)")
 
 
 def test_yes_no_and_true_false_are_one_answer() -> None:

@@ -279,10 +279,15 @@ def _pair_list(cell: Any) -> bool:
 
 
 def _point_of_columns(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
-    """One row of exactly three numbers (x, y, z returned apart) as a point; None for other shapes."""
-    if len(rows) != 1 or len(columns) != 3:
+    """One row of exactly three numbers (x, y, z returned apart, or as one list ``[x, y, z]``) as a point;
+    None for other shapes."""
+    if len(rows) != 1:
         return None
     cells = [rows[0].get(c) for c in columns]
+    if len(cells) == 1 and isinstance(cells[0], list):
+        cells = cells[0]
+    if len(cells) != 3:
+        return None
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells):
         return None
     return format_sldp(SldpPoint(tuple(round(float(v), 3) for v in cells)))
