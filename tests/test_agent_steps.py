@@ -578,6 +578,11 @@ def test_a_route_is_listed_from_where_the_question_starts_it(store: CypherStore)
     ):
         agent, _ = scripted_agent(store, [path.format(a="R3", b="R1")])
         assert agent.run(question, answer_type="list").answer == forward, question
+    # "which room do I pass through": the ends the question names go
+    agent, _ = scripted_agent(store, [path.format(a="R1", b="R3")])
+    inner = forward.strip("[]").split(", ")[1:-1]
+    answer = agent.run("Going from R1 to R3, which room do I pass through on the way?", answer_type="string")
+    assert answer.answer == (inner[0] if len(inner) == 1 else "[" + ", ".join(inner) + "]")
     # a route written the right way round stays as it is
     agent, _ = scripted_agent(store, [path.format(a="R1", b="R3")])
     assert agent.run("Route to R3 from R1, in order please", answer_type="list").answer == forward
@@ -684,3 +689,12 @@ def test_a_node_matched_but_never_related_to_the_answer_is_sent_back(store: Cyph
     result = agent.run("Which storage unit is right by the bed?", answer_type="set")
     assert result.answer == "<" + store.query(joined).rows[0]["o.nodeSymbol"] + ">" and len(model.calls) == 2
     assert "never relates it" in str(model.calls[1].messages[-1].content)
+
+
+def test_one_value_for_a_value_per_group_is_sent_back(store: CypherStore) -> None:
+    total = "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(DISTINCT o)"
+    per = "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN r.nodeSymbol, count(o)"
+    agent, model = scripted_agent(store, [total, per])
+    result = agent.run("Number of seats in each hallway?", answer_type="dict")
+    assert result.answer and result.answer.startswith("{") and len(model.calls) == 2
+    assert "a value per group" in str(model.calls[1].messages[-1].content)

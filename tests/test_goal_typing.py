@@ -323,7 +323,9 @@ _MENTIONS = {
             "(all (safe [storage in box]))",
             "(all (safe [storage unit right by the box]))",
         ),
-        # unchanged: a destination right after the class, no opener, a clause word, already a description
+        # unchanged: a destination right after the class, no opener, a clause word, already a description,
+        # a description that only names a layer ("on the floor")
+        ("Do a pass through every hallway on the floor.", "(all (visited-room [hallway]))", None),
         ("Put the box in R3.", "(object-in-place [box] R3)", None),
         ("Go by the box first, then wait in R3.", "(and (visited-object [box]) (in-room R3))", None),
         ("Inspect the chairs and then stay in R5.", "(and (safe [seating]) (in-room R5))", None),
@@ -382,6 +384,15 @@ def test_a_visit_to_what_is_inspected_or_picked_up_is_implied() -> None:
         "(and (visited-object O8) (safe O8) (holding O9) (visited-object O9))", D, classes=_none
     )
     assert goals_equivalent(goal.goal, "(and (safe O8) (holding O9))")
+
+
+def test_holding_what_is_then_put_somewhere_is_a_step_not_a_goal() -> None:
+    goal = resolve_sketch(
+        "(and (holding O64) (object-in-place O64 P10247) (not (visited-room R1)))", D, classes=_none
+    )
+    assert goals_equivalent(goal.goal, "(and (object-in-place O64 P10247) (not (visited-room R1)))")
+    kept = resolve_sketch("(and (holding O64) (object-in-place O79 P10247))", D, classes=_none)
+    assert goals_equivalent(kept.goal, "(and (holding O64) (object-in-place O79 P10247))")
 
 
 def test_agent_answers_a_widened_class_through_the_qa_pipeline(store: CypherStore) -> None:

@@ -907,6 +907,8 @@ class CypherAgent:
         if outcome.answer and outcome.answer.startswith("["):
             outcome.answer, more = self._route_from_start(outcome.answer, question, links)
             outcome.notes += more
+            outcome.answer, more = self._between_named_ends(outcome.answer, question, links, answer_type)
+            outcome.notes += more
         if mismatch:
             outcome.grade, outcome.problem = Grade.DOUBTFUL, mismatch  # never the asked kind: structural
             return outcome
@@ -1195,6 +1197,30 @@ class CypherAgent:
             if float(m.group(1)) not in said:
                 invented.append(f"{m.group(1)} m")
         return invented
+
+    def _between_named_ends(
+        self, answer: str, question: str, links: Sequence[Link], answer_type: str | None
+    ) -> tuple[str, list[str]]:
+        """A route whose two ends are nodes the question names, for a question asking what lies on the way
+        (``via_words``: "which room do I pass through going from the lounge to R3"), without its ends:
+        ``[R1, R2, R3]`` -> ``R2``. ``(answer, notes)``; unchanged otherwise."""
+        items = [item.strip() for item in answer.strip("[]").split(",")]
+        named = _named_nodes(links)
+        if (
+            len(items) < 3
+            or not {items[0], items[-1]} <= set(named)
+            or not self.words.says(question, self.words.via_words)
+            or (answer_type == "list" and self.words.says(question, self.words.order_words))
+        ):
+            return answer, []
+        inner = items[1:-1]
+        if answer_type == "set":
+            out = "<" + ", ".join(inner) + ">"
+        elif len(inner) == 1 and answer_type != "list":
+            out = inner[0]
+        else:
+            out = "[" + ", ".join(inner) + "]"
+        return out, [f"the question asks what lies on the way: left out the ends {items[0]} and {items[-1]}"]
 
     def _asks_a_thing(self, question: str) -> bool:
         """Whether ``question`` opens with a word that asks for a thing or a value ("which", "how many") and
@@ -1936,6 +1962,16 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
         return "It returned a name, but the answer is a number: return the count or the measure."
     if answer_type == "point" and not points:
         return "The answer is a position: return the node's center (n.center)."
+    if (
+        answer_type == "dict"
+        and len(result.rows) == 1
+        and len(result.columns) == 1
+        and not isinstance(cells[0], (list, dict))
+    ):
+        return (
+            f"It returned one value ({result.columns[0]} = {cells[0]}), but the answer is a value per group: "
+            "return each group's name beside its value (e.g. r.nodeSymbol, count(o))."
+        )
     return None
 
 

@@ -253,7 +253,9 @@ class _Nothing(SketchError):
 
 def _drop_implied(parts: list[str], domain: GoalDomain) -> list[str]:
     """In a conjunction, ``(visited-place P)`` is implied by ``(at-place P)`` (the domain's ``implies``), and
-    ``(visited-object O)`` by ``(safe O)`` (``reached_at``: inspecting O needs the robot at O)."""
+    ``(visited-object O)`` by ``(safe O)`` (``reached_at``: inspecting O needs the robot at O); ``(holding
+    O)``, or a choice of such, goes beside ``(object-in-place O P)`` (``step_towards``: O is picked up to be
+    put there)."""
     implied = set()
     for p in parts:
         m = _ATOM.fullmatch(p)
@@ -261,7 +263,25 @@ def _drop_implied(parts: list[str], domain: GoalDomain) -> list[str]:
             implied.add(f"({domain.implies[m.group(1)]} {m.group(2)})")
         if m and m.group(1) in domain.reached_at:
             implied.add(f"({domain.reached_at[m.group(1)]} {m.group(2)})")
-    return [p for p in parts if p not in implied] or parts
+    related = {
+        (rel, m.group(2))
+        for p in parts
+        for m in re.finditer(r"\(([\w-]+) ([^\s()]+) [^\s()]+\)", p)
+        for rel in [m.group(1)]
+    }
+
+    def a_step(part: str) -> bool:  # (holding O) or (or (holding O1) (holding O2)), each O then put somewhere
+        atoms = _ATOM.findall(part)
+        shape = "".join(f"({a} {b})" for a, b in atoms)
+        bare = part.replace(" ", "")
+        return (
+            bool(atoms)
+            and bare in (shape.replace(" ", ""), f"(or{shape})".replace(" ", ""))
+            and all((domain.step_towards.get(a), b) in related for a, b in atoms)
+        )
+
+    kept = [p for p in parts if p not in implied and not a_step(p)]
+    return kept or parts
 
 
 def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> list[str]:
@@ -688,6 +708,8 @@ def widen_to_descriptions(
         content = [w for w in re.findall(r"[a-z0-9]+", description) if w not in words.stop]
         if not content or not words.said_spans(description, words.description_openers):
             continue
+        if all(words.said_spans(w, list(words.layer_words)) for w in content):
+            continue  # "every hallway on the floor": a layer's name alone describes no one node
         widened = f"[{instruction[own[0][0] : end]} {description}]"
         changed[token] = widened
         heads[token] = named

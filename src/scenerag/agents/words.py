@@ -65,6 +65,8 @@ class Words:
     description_openers: tuple[str, ...] = ()
     #: words for a direct connection between two nodes of one layer ("border", "walk straight into")
     connection_words: tuple[str, ...] = ()
+    #: words asking what lies on the way between two named nodes ("which room do I *pass through*")
+    via_words: tuple[str, ...] = ()
     #: words for being next to something: between two nodes of a layer with same-layer edges ("the hallway
     #: next to the lounge") they mean that edge, as ``connection_words`` do
     nearness_words: tuple[str, ...] = ()
@@ -211,6 +213,7 @@ _LISTS = (
     "connection_words",
     "source_words",
     "nearness_words",
+    "via_words",
     "clause_words",
     "answer_words",
     "mass_nouns",
@@ -273,6 +276,7 @@ def _merge(files: Sequence[Path]) -> Words:
         connection_words=tuple(lists.get("connection_words", ())),
         source_words=tuple(lists.get("source_words", ())),
         nearness_words=tuple(lists.get("nearness_words", ())),
+        via_words=tuple(lists.get("via_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
         layer_words=layers,
         floors=floors,

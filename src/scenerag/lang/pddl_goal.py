@@ -202,6 +202,10 @@ class GoalDomain:
     reached_at: Mapping[str, str] = field(default_factory=dict)
     """Unary predicates only an action at a node makes true, and the visit that implies (``safe`` ->
     ``visited-object``: inspecting needs the robot at the object); a goal asking for both asks for the first."""
+    step_towards: Mapping[str, str] = field(default_factory=dict)
+    """Unary predicates that are a step towards a relation of their argument (``holding`` ->
+    ``object-in-place``: an object is picked up to be put somewhere, and is no longer held once put); a goal
+    asking for both asks for the relation."""
 
     def __post_init__(self) -> None:
         predicates = {p.lower(): tuple(k) for p, k in self.predicates.items()}
@@ -314,6 +318,7 @@ HERACLES_DOMAIN = GoalDomain(
     },
     implies={"at-place": "visited-place", "at-object": "visited-object", "in-room": "visited-room"},
     reached_at={"safe": "visited-object", "holding": "visited-object"},
+    step_towards={"holding": "object-in-place"},
 )
 """The Heracles paper's goal domain (heracles_agents ``pddl_domain_description.yaml``); ``safe`` is unary."""
 
