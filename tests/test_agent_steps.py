@@ -698,3 +698,18 @@ def test_one_value_for_a_value_per_group_is_sent_back(store: CypherStore) -> Non
     result = agent.run("Number of seats in each hallway?", answer_type="dict")
     assert result.answer and result.answer.startswith("{") and len(model.calls) == 2
     assert "a value per group" in str(model.calls[1].messages[-1].content)
+
+
+def test_a_number_for_a_yes_no_question_is_sent_back(store: CypherStore) -> None:
+    distance = (
+        "MATCH (a:Object {{nodeSymbol: 'O285'}}), (b:Object {{nodeSymbol: 'O237'}}), (c:Object {{class: 'bed'}}) "
+        "RETURN {ret}"
+    )
+    difference = distance.format(
+        ret="point.distance(a.center, b.center) - point.distance(a.center, c.center)"
+    )
+    compared = distance.format(ret="point.distance(a.center, b.center) < point.distance(a.center, c.center)")
+    agent, model = scripted_agent(store, [difference, compared], measure_form=False)
+    result = agent.run("is the bag closer to light O237 than it is to the bed?", answer_type="string")
+    assert result.answer in ("yes", "no", "true", "false") and len(model.calls) == 2
+    assert "asks yes or no" in str(model.calls[1].messages[-1].content)

@@ -909,6 +909,8 @@ class CypherAgent:
             outcome.notes += more
             outcome.answer, more = self._between_named_ends(outcome.answer, question, links, answer_type)
             outcome.notes += more
+        if mismatch and answer_type == "string" and self.words.is_yes_no(question):
+            mismatch = _YES_NO_KIND  # "string" also holds true/false: the names it suggests are no answer
         if mismatch:
             outcome.grade, outcome.problem = Grade.DOUBTFUL, mismatch  # never the asked kind: structural
             return outcome
@@ -1000,6 +1002,18 @@ class CypherAgent:
                 (
                     "negation",
                     "The question asks for what is so, but the query asks for a pattern NOT to hold: drop the NOT.",
+                )
+            )
+        if (
+            answer is not None
+            and re.fullmatch(r"-?\d+(?:\.\d+)?", answer.strip())
+            and not re.search(r"\bcount\s*\(", query, re.I)
+            and self.words.is_yes_no(question)
+        ):
+            doubts.append(
+                (
+                    "kind",
+                    "The question asks yes or no: return the comparison itself (e.g. a < b), not a number.",
                 )
             )
         loose = unrelated_nodes(query) if answer is not None else []
@@ -2028,6 +2042,11 @@ def _named_nodes(links: Sequence[Link]) -> dict[str, str]:
         if link.key != ont.SYMBOL_KEY and link.seen and len(link.symbols) == 1:
             named.setdefault(link.symbols[0], f"{link.symbols[0]} (the only {link.value})")
     return named
+
+
+_YES_NO_KIND = (
+    "The question asks yes or no: return the comparison itself (e.g. a < b), not a number or a name."
+)
 
 
 def _naming_literals(links: Sequence[Link]) -> dict[str, str]:
