@@ -43,8 +43,11 @@ class ActionParameter:
     ``kind``: ``object`` (the id of a discovered object) or ``text`` (free words, e.g. a search query).
     ``requires``: ``(attribute, value)`` pairs the named object must show in the robot's scene graph for
     the action to make sense (``("openable", True), ("isOpen", False)`` for ``open``): its affordances, used
-    to restrict what a planner may name. ``choices``: the words a ``text`` argument may take (e.g. the object
-    types a search knows; compared ignoring case, spaces and ``_``); empty: any words.
+    to restrict what a planner may name. ``excludes``: states that rule an object out although it meets
+    ``requires``, each a conjunction of ``(attribute, value)`` pairs (``(("openable", True), ("isOpen",
+    False))`` for ``placeon``: a receptacle that opens and is closed takes nothing, a counter that does not
+    open always can). ``choices``: the words a ``text`` argument may take (e.g. the object types a search
+    knows; compared ignoring case, spaces and ``_``); empty: any words.
     """
 
     name: str
@@ -53,10 +56,21 @@ class ActionParameter:
     kind: ParameterKind = "object"
     requires: tuple[tuple[str, Any], ...] = ()
     choices: tuple[str, ...] = ()
+    excludes: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
     def allows(self, attributes: Mapping[str, Any]) -> bool:
-        """Whether an object with ``attributes`` satisfies ``requires`` (a missing attribute does not)."""
-        return all(k in attributes and attributes[k] == v for k, v in self.requires)
+        """Whether an object with ``attributes`` satisfies ``requires`` (a missing attribute does not) and
+        shows none of the ``excludes`` states."""
+        return all(k in attributes and attributes[k] == v for k, v in self.requires) and not self.excluded_by(
+            attributes
+        )
+
+    def excluded_by(self, attributes: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """The first ``excludes`` state an object with ``attributes`` shows in full, ``()`` for none."""
+        for state in self.excludes:
+            if state and all(k in attributes and attributes[k] == v for k, v in state):
+                return state
+        return ()
 
 
 @dataclass(frozen=True, slots=True)

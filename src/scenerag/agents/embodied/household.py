@@ -33,6 +33,7 @@ def household_actions() -> tuple[ActionSpec, ...]:
                     "text" if p.kind == "text" else "object",
                     p.requires,
                     p.choices,
+                    p.excludes,
                 )
                 for p in spec.parameters
             ),

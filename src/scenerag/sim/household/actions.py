@@ -69,7 +69,9 @@ class Parameter:
     """One string argument: ``kind`` ``object`` (a discovered object's id) or ``text`` (words; ``choices``
     is their vocabulary for a planner's grammar, empty for any);
     ``requires``: the ``(attribute, value)`` pairs an object must show to be a sensible argument (its
-    affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``)."""
+    affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``);
+    ``excludes``: states that rule an object out although it shows ``requires``, each a conjunction of
+    pairs (``placeon``: a receptacle that opens and is closed)."""
 
     name: str
     description: str
@@ -77,6 +79,7 @@ class Parameter:
     kind: str = "object"
     requires: tuple[tuple[str, Any], ...] = ()
     choices: tuple[str, ...] = ()  # the words a text argument may take (empty: any)
+    excludes: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ IN_REACH: tuple[str, Any] = ("isInteractable", True)
 """The affordance every manipulation shares: the object is within arm's reach and not shut in a closed
 receptacle (``isInteractable``, agent-relative, current at every observation)."""
 OUT_OF_REACH: tuple[str, Any] = ("isInteractable", False)
+CLOSED: tuple[tuple[str, Any], ...] = (("openable", True), ("isOpen", False))
+"""The state of a receptacle that opens and is shut: nothing goes in until it is opened."""
 
 
 def _object(*requires: tuple[str, Any]) -> Parameter:
@@ -533,6 +538,7 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
         "receptacle_id",
         "id of the discovered receptacle, e.g. 'CounterTop_2'",
         requires=(("receptacle", True), ("isPickedUp", False), IN_REACH),
+        excludes=(CLOSED,),
     ),
     hand="holding",
 )
