@@ -48,6 +48,11 @@ class ActionResult:
         discovered objects and rule effects appended to the message are not counted."""
         return list(self.observation.get("mentions", ()))
 
+    @property
+    def discovered(self) -> list[str]:
+        """The objects the action newly discovered (listed at the end of the message)."""
+        return list(self.observation.get("new_objects", ()))
+
 
 @dataclass
 class Outcome:
@@ -302,7 +307,7 @@ def _go_to(env: HouseholdEnv, object_id: str) -> int:
 # -- exploration and perception --------------------------------------------------------------------
 @_action(
     "randomlyexplore",
-    "Go to a place not visited yet and look all around (discovers objects).",
+    "Go to a place not visited yet and look around.",
 )
 def _randomlyexplore(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -336,7 +341,7 @@ def _summary(env: HouseholdEnv, object_id: str) -> dict[str, Any]:
 
 @_action(
     "getdiscoveredobjects",
-    "List every discovered object with its type, where it was last seen and its distance.",
+    "List every discovered object.",
 )
 def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered]
@@ -344,7 +349,7 @@ def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows})
 
 
-@_action("getvisibleobjects", "List the objects visible now, with their distance.")
+@_action("getvisibleobjects", "List the objects visible now.")
 def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered if object_id in env.visible]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
@@ -353,7 +358,7 @@ def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "moveto",
-    "Go next to a discovered object (or the receptacle holding it): objects must be within reach to act on.",
+    "Go next to an object, to get it within reach.",
     _object(OUT_OF_REACH, ("isPickedUp", False)),
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -374,7 +379,7 @@ def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "inspect",
-    "Show every attribute of a discovered object as last seen, and where it is.",
+    "Show all attributes of an object.",
     _OBJECT,
 )
 def _inspect(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -430,8 +435,8 @@ def match_object_types(query: str) -> list[str]:
 
 @_action(
     "search",
-    "Find an object by type (e.g. Egg) or id: go to the nearest one and reveal it; if it is inside a closed "
-    "receptacle, go there and name the receptacle to open.",
+    "Find an object type (e.g. Egg): go to the nearest one; if it is in a closed receptacle, name that "
+    "receptacle.",
     Parameter(
         "query",
         "an object type such as 'Mug' or an object id such as 'Mug_2'",
@@ -485,7 +490,7 @@ def _search(env: HouseholdEnv, query: str) -> Outcome:
 
 @_action(
     "adjustpositioning",
-    "Step to the best spot for the object you work with (or the given one) and look all around.",
+    "Step to the best spot for an object and look around.",
     Parameter("object_id", _OBJECT.description, required=False),
 )
 def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outcome:
@@ -508,7 +513,7 @@ def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outco
 # -- manipulation -----------------------------------------------------------------------------------------
 @_action(
     "pickup",
-    "Pick up a reachable object; the hand must be empty.",
+    "Pick up an object (hand empty).",
     _object(("pickupable", True), ("isPickedUp", False), IN_REACH),
     hand="empty",
 )
@@ -532,8 +537,7 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "placeon",
-    "Put the held object in/on a reachable receptacle it fits (counter, table, sink, fridge, drawer, "
-    "cabinet, plate, pan, microwave, stove burner, garbage can...); open a closed one first.",
+    "Put the held object in/on a receptacle it fits.",
     Parameter(
         "receptacle_id",
         "id of the discovered receptacle, e.g. 'CounterTop_2'",
@@ -587,7 +591,7 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
 
 @_action(
     "open",
-    "Open a reachable fridge, cabinet, drawer, microwave...",
+    "Open a fridge, cabinet, drawer...",
     _object(("openable", True), ("isOpen", False), IN_REACH),
 )
 def _open(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -608,7 +612,7 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     return Outcome(True, f"Opened {target}.{note}{inside}")
 
 
-@_action("close", "Close a reachable open object.", _object(("openable", True), ("isOpen", True), IN_REACH))
+@_action("close", "Close an open object.", _object(("openable", True), ("isOpen", True), IN_REACH))
 def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -641,8 +645,7 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
 
 @_action(
     "toggleon",
-    "Switch on a reachable faucet, stove knob, microwave, toaster, coffee machine or light switch (a stove "
-    "burner is switched by its StoveKnob).",
+    "Switch on a faucet, stove knob, microwave, light switch...",
     _object(("toggleable", True), ("isToggled", False), IN_REACH),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -651,7 +654,7 @@ def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "toggleoff",
-    "Switch off a reachable object.",
+    "Switch off an object.",
     _object(("toggleable", True), ("isToggled", True), IN_REACH),
 )
 def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -660,7 +663,7 @@ def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "slice",
-    "Slice a reachable bread, tomato, lettuce, apple or potato while holding a knife.",
+    "Slice an object, holding a knife.",
     _object(("sliceable", True), ("isSliced", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
@@ -682,7 +685,7 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
 # -- liquids ------------------------------------------------------------------------------------------------
 @_action(
     "fillheldobjectwithwater",
-    "Fill the held container with water from a running faucet within reach.",
+    "Fill the held container at a running faucet.",
     hand="holding",
 )
 def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
@@ -716,7 +719,7 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "pourwaterinto",
-    "Pour the held liquid into a reachable plant or empty container.",
+    "Pour the held liquid into an object.",
     _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
