@@ -60,21 +60,26 @@ HOUSEHOLD = EnvironmentSpec(
     walkthrough_task="Put a book in a drawer.",
     walkthrough=(
         (
-            "My hand is empty; no book is known, so I search.",
+            "No book is known yet, so I search for one.",
             "book",
             "search(Book)",
-            "Found Book_1 on Shelf_1.",
+            "Found Book_1 on Shelf_1; moved to P2.",
         ),
-        ("My hand is empty; Book_1 can: pickup.", "book", "pickup(Book_1)", "Picked up Book_1."),
-        ("I hold Book_1; Drawer_3 can: moveto.", "drawer", "moveto(Drawer_3)", "Moved next to Drawer_3."),
-        ("I hold Book_1; Drawer_3 can: open.", "drawer", "open(Drawer_3)", "Opened Drawer_3."),
+        ("Book_1 can: pickup, and my hand is empty.", "book", "pickup(Book_1)", "Picked up Book_1."),
         (
-            "I hold Book_1; Drawer_3 can: placeon.",
+            "I hold Book_1; Drawer_3 can: moveto.",
+            "drawer",
+            "moveto(Drawer_3)",
+            "Moved to P5 next to Drawer_3.",
+        ),
+        ("Drawer_3 can: open.", "drawer", "open(Drawer_3)", "Opened Drawer_3."),
+        (
+            "Drawer_3 can: placeon, so I put Book_1 in it.",
             "drawer",
             "placeon(Drawer_3)",
             "Placed Book_1 in Drawer_3.",
         ),
-        ("My hand is empty; Book_1 is in Drawer_3: done.", "none", "done()", "The task is complete."),
+        ("Book_1 is in Drawer_3: the task is complete.", "none", "done()", "The task is complete."),
     ),
     discoveries_marker=" Newly discovered:",
     state_capabilities=(

@@ -555,11 +555,11 @@ class EmbodiedPlanner:
         menu = ActionMenu([], objects_line=self.objects_line)
         if self.config.walkthrough and self.spec.walkthrough:  # replies in context: no lone example
             example = [f"Example episode of another task ({self.spec.walkthrough_task}):"]
-            for thought, objects, call, _answer_text in self.spec.walkthrough:
+            for thought, objects, call, answer in self.spec.walkthrough:
                 example.append(f"Thought: {thought}")
                 if self.objects_line:
                     example.append(f"Objects: {objects}")
-                example.append(f"Action: {call}")
+                example.extend([f"Action: {call}", f"-> {answer}"])
         else:
             thought, objects, call = self.spec.reply_example()
             example = ["For example:", f"Thought: {thought}"]
