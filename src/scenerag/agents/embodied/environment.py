@@ -108,8 +108,9 @@ class EnvironmentSpec:
     whether the object is within reach); ``example``: a reply for the prompt's format example as
     ``(thought, objects the thought is about, action call)`` (empty: a generic one is made from the first
     action); ``walkthrough``: a short example episode of another task, ``walkthrough_task``, as steps
-    ``(thought, objects, action call, what the environment answered)``, shown in the system prompt when the
-    planner asks for it (``PlannerConfig.walkthrough``); ``reversals``: ``(action, reversed)`` pairs, an
+    ``(thought, objects, action call, what the environment answered)``, whose replies end the system prompt
+    when the planner asks for it (``PlannerConfig.walkthrough``; the answers are not shown: they would cost
+    every call tokens); ``reversals``: ``(action, reversed)`` pairs, an
     action that puts back what ``reversed`` changed when it names the same objects (``close`` reverses
     ``open``; ``placeon`` reverses ``pickup`` when it names the receptacle the object was taken from), so
     the planner can refuse a call that would only undo the robot's last change

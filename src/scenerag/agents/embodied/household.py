@@ -44,7 +44,7 @@ def household_actions() -> tuple[ActionSpec, ...]:
 
 
 HOUSEHOLD_INSTRUCTIONS = """You are the task planner of a one-arm mobile robot in a kitchen: each turn, think briefly, then choose one action.
-Act on discovered objects by id, within reach (moveto first). You hold one object at a time. Open a closed receptacle before taking from or putting into it. A stove burner is switched by its StoveKnob. Unknown objects: search or randomlyexplore. To put X somewhere: pickup X, moveto the receptacle, open it if closed, placeon it."""
+Act on discovered objects by id, within reach (moveto first). You hold one object at a time. Open a closed receptacle before taking from or putting into it. A stove burner is switched by its StoveKnob. Unknown objects: search or randomlyexplore."""
 
 HOUSEHOLD = EnvironmentSpec(
     household_actions(),
@@ -63,14 +63,14 @@ HOUSEHOLD = EnvironmentSpec(
             "No book is known yet, so I search for one.",
             "book",
             "search(Book)",
-            "Found Book_1 on Shelf_1; moved to P2.",
+            "Found Book_1 on Shelf_1.",
         ),
         ("Book_1 can: pickup, and my hand is empty.", "book", "pickup(Book_1)", "Picked up Book_1."),
         (
             "I hold Book_1; Drawer_3 can: moveto.",
             "drawer",
             "moveto(Drawer_3)",
-            "Moved to P5 next to Drawer_3.",
+            "Moved next to Drawer_3.",
         ),
         ("Drawer_3 can: open.", "drawer", "open(Drawer_3)", "Opened Drawer_3."),
         (

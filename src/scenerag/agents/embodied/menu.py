@@ -151,7 +151,7 @@ class ActionMenu:
         """The reply format, as prompt lines."""
         lines = ["Thought: <one short sentence: what you know and what to do next>"]
         if self.objects_line:
-            lines.append("Objects: <the object types your thought is about, or none>")
+            lines.append("Objects: <the object types it is about, or none>")
         lines.append("Action: <action>(<argument>)")
         return lines
 

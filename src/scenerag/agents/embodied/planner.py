@@ -142,7 +142,7 @@ class PlannerConfig:
 
     max_steps: int = 25
     history_steps: int = 16
-    observation_chars: int = 240
+    observation_chars: int = 200
     thought_chars: int = 160
     max_reply_tokens: int = 120
     tool_interface: ToolInterface = "text"
@@ -178,8 +178,8 @@ Reply in exactly this form:
 {example}"""
 
 GRAPH_FORMAT = (
-    'One line per object: "id (class) where: attributes; can: actions" (where: in X = in or on X, at P3 = at '
-    "place P3, held = in your hand; can: what you can do to it now)."
+    'One line per object: "id (class) where: attributes; can: actions" (in X = in or on X; at P3 = at place '
+    "P3; held = in your hand; can: what you can do to it now)."
 )
 CONTEXT_RULES: dict[AgentKind, str] = {
     AgentKind.REACT: (
@@ -193,13 +193,12 @@ CONTEXT_RULES: dict[AgentKind, str] = {
         "(can: what you can do to it now)."
     ),
     AgentKind.EMBODIED_RAG: (
-        "Each turn shows the task-relevant part of the scene graph; getdiscoveredobjects lists everything "
-        "(long). " + GRAPH_FORMAT
-    ),
-    AgentKind.STRICT: "Each turn shows the task-relevant part of the scene graph. " + GRAPH_FORMAT,
-    AgentKind.FEEDBACK: (
-        "Each turn shows the task-relevant part of the scene graph, with the objects your last reply named. "
+        "Each turn shows the task-relevant scene graph; getdiscoveredobjects lists everything (long). "
         + GRAPH_FORMAT
+    ),
+    AgentKind.STRICT: "Each turn shows the task-relevant scene graph. " + GRAPH_FORMAT,
+    AgentKind.FEEDBACK: (
+        "Each turn shows the task-relevant scene graph and the objects your last reply named. " + GRAPH_FORMAT
     ),
 }
 
@@ -555,11 +554,11 @@ class EmbodiedPlanner:
         menu = ActionMenu([], objects_line=self.objects_line)
         if self.config.walkthrough and self.spec.walkthrough:  # replies in context: no lone example
             example = [f"Example episode of another task ({self.spec.walkthrough_task}):"]
-            for thought, objects, call, answer in self.spec.walkthrough:
+            for thought, objects, call, _ in self.spec.walkthrough:
                 example.append(f"Thought: {thought}")
                 if self.objects_line:
                     example.append(f"Objects: {objects}")
-                example.extend([f"Action: {call}", f"-> {answer}"])
+                example.append(f"Action: {call}")
         else:
             thought, objects, call = self.spec.reply_example()
             example = ["For example:", f"Thought: {thought}"]
@@ -595,7 +594,7 @@ class EmbodiedPlanner:
             )
             body = "\n".join(lines) if lines else "(none of the discovered objects is relevant yet)"
             return (
-                f"Scene graph (task-relevant part: {len(lines)} of {discovered} discovered objects):\n{body}",
+                f"Scene graph ({len(lines)} of {discovered} discovered objects):\n{body}",
                 len(lines),
             )
         return "Scene graph: not shown (call getdiscoveredobjects to read it).", 0

@@ -307,7 +307,7 @@ def _go_to(env: HouseholdEnv, object_id: str) -> int:
 # -- exploration and perception --------------------------------------------------------------------
 @_action(
     "randomlyexplore",
-    "Go to a place not visited yet and look around.",
+    "Explore a place not visited yet.",
 )
 def _randomlyexplore(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -349,7 +349,7 @@ def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows})
 
 
-@_action("getvisibleobjects", "List the objects visible now.")
+@_action("getvisibleobjects", "List the visible objects.")
 def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered if object_id in env.visible]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
@@ -358,7 +358,7 @@ def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "moveto",
-    "Go next to an object, to get it within reach.",
+    "Go within reach of an object.",
     _object(OUT_OF_REACH, ("isPickedUp", False)),
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -379,7 +379,7 @@ def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "inspect",
-    "Show all attributes of an object.",
+    "Show an object's attributes.",
     _OBJECT,
 )
 def _inspect(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -435,8 +435,7 @@ def match_object_types(query: str) -> list[str]:
 
 @_action(
     "search",
-    "Find an object type (e.g. Egg): go to the nearest one; if it is in a closed receptacle, name that "
-    "receptacle.",
+    "Go to the nearest object of a type (e.g. Egg), or name the closed receptacle it is in.",
     Parameter(
         "query",
         "an object type such as 'Mug' or an object id such as 'Mug_2'",
@@ -490,7 +489,7 @@ def _search(env: HouseholdEnv, query: str) -> Outcome:
 
 @_action(
     "adjustpositioning",
-    "Step to the best spot for an object and look around.",
+    "Step to a better spot and look around.",
     Parameter("object_id", _OBJECT.description, required=False),
 )
 def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outcome:
@@ -537,7 +536,7 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "placeon",
-    "Put the held object in/on a receptacle it fits.",
+    "Put the held object in/on a receptacle.",
     Parameter(
         "receptacle_id",
         "id of the discovered receptacle, e.g. 'CounterTop_2'",
@@ -591,7 +590,7 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
 
 @_action(
     "open",
-    "Open a fridge, cabinet, drawer...",
+    "Open a door or drawer.",
     _object(("openable", True), ("isOpen", False), IN_REACH),
 )
 def _open(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -645,7 +644,7 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
 
 @_action(
     "toggleon",
-    "Switch on a faucet, stove knob, microwave, light switch...",
+    "Switch on (faucet, stove knob, light switch...).",
     _object(("toggleable", True), ("isToggled", False), IN_REACH),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -654,7 +653,7 @@ def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "toggleoff",
-    "Switch off an object.",
+    "Switch off.",
     _object(("toggleable", True), ("isToggled", True), IN_REACH),
 )
 def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -663,7 +662,7 @@ def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "slice",
-    "Slice an object, holding a knife.",
+    "Slice it, holding a knife.",
     _object(("sliceable", True), ("isSliced", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
@@ -719,7 +718,7 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "pourwaterinto",
-    "Pour the held liquid into an object.",
+    "Pour the held liquid into it.",
     _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
