@@ -45,7 +45,9 @@ class ActionResult:
     def mentions(self) -> list[str]:
         """The discovered objects the action's own message names (the object found, the receptacle to open,
         the faucet to switch on, ...), in the order named, at most ``MAX_MENTIONS``; the lists of newly
-        discovered objects and rule effects appended to the message are not counted."""
+        discovered objects and rule effects appended to the message are not counted, and neither are the
+        inventories of the listing actions (``getvisibleobjects``, ``getdiscoveredobjects``): they name
+        every object in sight, none in particular."""
         return list(self.observation.get("mentions", ()))
 
     @property
@@ -346,14 +348,14 @@ def _summary(env: HouseholdEnv, object_id: str) -> dict[str, Any]:
 def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
-    return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows})
+    return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows, "mentions": []})
 
 
 @_action("getvisibleobjects", "List the visible objects.")
 def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered if object_id in env.visible]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
-    return Outcome(True, f"{len(rows)} visible objects: {text}", data={"objects": rows})
+    return Outcome(True, f"{len(rows)} visible objects: {text}", data={"objects": rows, "mentions": []})
 
 
 @_action(
