@@ -303,27 +303,47 @@ def count_along(
     replay = agent.run(
         HouseholdEpisode.create(style, seed, episode.n_distractors), task, pre_retrieval=pre_retrieval
     )
-    window = getattr(model, "context_window", None)
-    prompts = [s.input_tokens for s in replay.trajectory]
     live_agent = parse_agent_kind(episode.agent)
     live_static = None
     if embedder is not None or not live_agent.retrieves:
         live = _replaying_agent(model, live_agent, [], counter, embedder, config, subgraph)
         live_static = static_prompt_tokens(live, counter)
+    return _counted_along(
+        model,
+        episode,
+        replay,
+        agent.kind.value,
+        (episode.planner_tokens, episode.steps, live_static),
+        static_prompt_tokens(agent, counter),
+    )
+
+
+def _counted_along(
+    model: ChatModel,
+    episode: EpisodeResult,
+    counted: EpisodeResult,
+    counted_agent: str,
+    live: tuple[int, int, int | None],
+    counted_static: int,
+) -> CountedAlong:
+    """The :class:`CountedAlong` row of ``episode`` for ``counted``, the replay by ``counted_agent``; ``live``:
+    the live side's planner tokens, steps and static prefix tokens."""
+    window = getattr(model, "context_window", None)
+    prompts = [s.input_tokens for s in counted.trajectory]
     return CountedAlong(
         task_id=episode.task_id,
         difficulty=episode.difficulty,
         n_distractors=episode.n_distractors,
         agent=episode.agent,
-        counted_agent=agent.kind.value,
-        steps=replay.steps,
-        live_planner_tokens=episode.planner_tokens,
-        counted_planner_tokens=replay.planner_tokens,
+        counted_agent=counted_agent,
+        steps=counted.steps,
+        live_planner_tokens=live[0],
+        counted_planner_tokens=counted.planner_tokens,
         max_prompt=max(prompts, default=0),
         over_context=sum(window is not None and p > window for p in prompts),
-        live_steps=episode.steps,
-        live_static_tokens=live_static,
-        counted_static_tokens=static_prompt_tokens(agent, counter),
+        live_steps=live[1],
+        live_static_tokens=live[2],
+        counted_static_tokens=counted_static,
     )
 
 
@@ -365,22 +385,13 @@ def recount_episode(
         runs[kind.value] = (replay, static_prompt_tokens(agent, counter))
     live, live_static = runs[parse_agent_kind(episode.agent).value]
     counted, counted_static = runs[parse_agent_kind(counted_agent).value]
-    window = getattr(model, "context_window", None)
-    prompts = [s.input_tokens for s in counted.trajectory]
-    return CountedAlong(
-        task_id=episode.task_id,
-        difficulty=episode.difficulty,
-        n_distractors=episode.n_distractors,
-        agent=episode.agent,
-        counted_agent=parse_agent_kind(counted_agent).value,
-        steps=counted.steps,
-        live_planner_tokens=live.planner_tokens,
-        counted_planner_tokens=counted.planner_tokens,
-        max_prompt=max(prompts, default=0),
-        over_context=sum(window is not None and p > window for p in prompts),
-        live_steps=live.steps,
-        live_static_tokens=live_static,
-        counted_static_tokens=counted_static,
+    return _counted_along(
+        model,
+        episode,
+        counted,
+        parse_agent_kind(counted_agent).value,
+        (live.planner_tokens, live.steps, live_static),
+        counted_static,
     )
 
 
