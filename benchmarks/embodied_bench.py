@@ -31,7 +31,11 @@ the steps whose prompt exceeds the model's context window, the Full-Mem / strict
 Either mode writes its report and the run's conditions (mode, pre-retrieval, model, machine load) to
 ``benchmarks/results/embodied_bench-<mode>.json`` (``--record PATH``; ``--out`` keeps its own full report);
 finished episodes are appended as they end to a ``.episodes.jsonl`` beside ``--out`` (else the record).
-``--merge PART ...`` joins the records of an episodes run made in parts (each part's command, commit and
+``--recount EPISODES ...`` recounts recorded episodes' planner tokens under the current code without a
+model: the calls that reached the environment are replayed with their recorded replies by the episode's
+agent and by Full-Mem, both prompts counted with the GGUF's tokenizer (``--gguf``), with the prompt flags
+given (``--list-calls --walkthrough --hand-in-thought`` as the live parts); a prompt change's effect on the
+token ratio, measured on committed episodes. ``--merge PART ...`` joins the records of an episodes run made in parts (each part's command, commit and
 machine load are kept) into one record and prints the joint table.
 """
 
@@ -41,6 +45,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench_record import BenchRecord, add_record_argument, default_record_path
@@ -64,10 +69,11 @@ from scenerag.agents.embodied.runner import (
     format_counted,
     format_ratios,
     format_replay,
+    recount_episode,
     run_replay_bench,
 )
 from scenerag.retrieval import make_embedder
-from scenerag.sim.household import DISTRACTOR_SETTINGS
+from scenerag.sim.household import DISTRACTOR_SETTINGS, get_task
 
 
 def log(text: str) -> None:
@@ -175,6 +181,80 @@ def merge_mode(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def load_episodes(paths: list[str]) -> list[EpisodeResult]:
+    """The episodes of episodes records (``.json``) or of their ``.episodes.jsonl`` files."""
+    out: list[EpisodeResult] = []
+    for path in paths:
+        text = Path(path).read_text()
+        if path.endswith(".jsonl"):
+            out.extend(
+                EpisodeResult.from_dict(json.loads(line)) for line in text.splitlines() if line.strip()
+            )
+        else:
+            out.extend(EpisodeResult.from_dict(e) for e in json.loads(text)["results"]["episodes"])
+    return out
+
+
+def tokenizer_counter(model_path: str | None) -> Callable[[str], int]:
+    """The local GGUF model's tokenizer alone (vocab_only: no weights, no threads), as a counter."""
+    import llama_cpp
+
+    from scenerag.llm.model_files import resolve_model_path
+
+    vocab = llama_cpp.Llama(model_path=str(resolve_model_path(model_path)), vocab_only=True, verbose=False)
+    return lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+class _Counter:
+    """What recounting needs of a model: a name, its context window and its tokenizer."""
+
+    def __init__(self, count_tokens: Callable[[str], int], context_window: int) -> None:
+        self.name = "tokenizer"
+        self.context_window = context_window
+        self.count_tokens = count_tokens
+
+
+def recount_mode(args: argparse.Namespace) -> dict[str, object]:
+    """Recorded episodes' planner tokens recounted under the current code, offline (no model calls): the
+    live agent's and Full-Mem's prompts rebuilt along each episode's calls (see ``recount_episode``)."""
+    from scenerag.llm.local import DEFAULT_N_CTX
+
+    count = tokenizer_counter(args.gguf)
+    model = _Counter(count, DEFAULT_N_CTX)
+    embedder = make_embedder(args.embedder, threads=1)
+    planner = PlannerConfig(
+        list_calls=args.list_calls,
+        walkthrough=args.walkthrough,
+        refuse_undo=not args.allow_undo,
+        task_words=not args.all_words,
+        hand_in_thought=args.hand_in_thought,
+    )
+    rows: list[CountedAlong] = []
+    for episode in load_episodes(args.recount):
+        task = get_task(episode.task_id)
+        style, seed, _ = episode.layout.split("-")  # the episode's kitchen: "u_shape-s0-d290"
+        row = recount_episode(
+            model,  # type: ignore[arg-type]
+            episode,
+            task,
+            style=style,
+            seed=int(seed.removeprefix("s")),
+            embedder=embedder,
+            count_tokens=count,
+            planner=planner,
+        )
+        rows.append(row)
+        log(
+            f"{episode.task_id} @{episode.n_distractors}: {episode.agent} {row.live_planner_tokens} tokens in "
+            f"{row.live_steps} calls (recorded: {episode.planner_tokens} in {episode.steps}); "
+            f"{row.counted_agent} {row.counted_planner_tokens}: {row.ratio:.2f}x"
+        )
+    print()
+    for line in format_counted(rows):
+        print(line)
+    return {"counted_along": [r.to_dict() for r in rows], "counted_ratios": counted_ratios(rows)}
+
+
 def replay_mode(args: argparse.Namespace) -> dict[str, object]:
     agents = args.agents if args.agents_given else [k.value for k in REPLAY_AGENTS]
     report = run_replay_bench(
@@ -196,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--mode", choices=("episodes", "replay"), default="episodes")
+    parser.add_argument("--mode", choices=("episodes", "replay", "recount"), default="episodes")
     parser.add_argument(
         "--llm",
         "--model",
@@ -212,6 +292,17 @@ def main(argv: list[str] | None = None) -> None:
         "retrieving agent run; 'none' for none)",
     )
     parser.add_argument("--merge", nargs="+", default=None, metavar="RECORD", help="join part records")
+    parser.add_argument(
+        "--recount",
+        nargs="+",
+        default=None,
+        metavar="EPISODES",
+        help="recount the planner tokens of recorded episodes (records or .episodes.jsonl) under the current "
+        "code, for their agent and Full-Mem, with the prompt flags given (no model calls)",
+    )
+    parser.add_argument(
+        "--gguf", default=None, help="recount: the GGUF whose tokenizer counts (default model)"
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -269,6 +360,8 @@ def main(argv: list[str] | None = None) -> None:
         args.record = str(default_record_path(f"embodied_bench-{args.mode}"))
     if args.merge:
         args.mode = "episodes"
+    if args.recount:
+        args.mode = "recount"
     if args.count_along is not None:
         args.count_along = [] if args.count_along == "none" else args.count_along.split(",")
     args.agents_given = args.agents is not None
@@ -289,6 +382,9 @@ def main(argv: list[str] | None = None) -> None:
             "replay: every agent follows the oracle solver's plan, prompts counted with the model's tokenizer, "
             "no planner decisions"
             if args.mode == "replay"
+            else "recount: recorded episodes' calls and replies replayed under the current code, prompts "
+            "counted with the model's tokenizer, no model calls"
+            if args.mode == "recount"
             else "live: the model plans every step"
         ),
         pre_retrieval=(
@@ -301,6 +397,8 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     if args.merge:
         report = merge_mode(args)
+    elif args.recount:
+        report = recount_mode(args)
     else:
         report = episodes_mode(args) if args.mode == "episodes" else replay_mode(args)
     record.results = report

@@ -83,10 +83,10 @@ def test_objects_are_offered_by_their_affordances() -> None:
     # hand rules: nothing held -> no placeon/slice/fill; holding -> no pickup
     assert {"placeon", "slice", "fillheldobjectwithwater", "pourwaterinto"}.isdisjoint(empty.names)
     held = menu(holding=True)
-    # placeon: reachable receptacles only (not the out-of-reach mug)
-    assert "pickup" not in held.names and ids(held, "placeon") == ("Fridge_1", "Drawer_2")
+    # placeon: reachable receptacles that are open or do not open (not the closed fridge, not the far mug)
+    assert "pickup" not in held.names and ids(held, "placeon") == ("Drawer_2",)
     assert ids(held, "slice") == ("Apple_1",)
-    assert held.affordances()["Fridge_1"] == ["placeon", "open"] and "Knife_1" not in held.affordances()
+    assert held.affordances()["Fridge_1"] == ["open"] and "Knife_1" not in held.affordances()
     assert "getdiscoveredobjects" not in empty.names and empty.names[-1] == "done"
 
 
@@ -287,3 +287,55 @@ def test_a_refused_bare_call_of_an_action_with_optional_arguments_leaves_the_gra
     assert "act-adjustpositioning ::= " in menu().grammar() and ")?" in next(
         line for line in menu().grammar().splitlines() if line.startswith("act-adjustpositioning ::= ")
     )
+
+
+def test_placeon_is_offered_only_for_receptacles_that_are_open_or_do_not_open() -> None:
+    """The action's ``excludes`` state (openable and closed) takes a receptacle out of the menu until it
+    is opened; a receptacle without a door (a counter) is always offered; a reply naming a closed one is
+    told why."""
+    objects = {
+        **OBJECTS,
+        "CounterTop_1": {"openable": False, "isOpen": False, "receptacle": True, "isPickedUp": False, **NEAR},
+    }
+    held = build_menu(HOUSEHOLD.actions, OFFERED, objects, holding=True)
+    assert ids(held, "placeon") == ("Drawer_2", "CounterTop_1")
+    assert "placeon(Fridge_1)" not in held.calls() and "open(Fridge_1)" in held.calls()
+    assert '"Fridge_1"' not in held.grammar().split("act-placeon ::=")[1].split("\n")[0]
+    reply = held.parse("Thought: x\nAction: placeon(Fridge_1)")
+    assert reply.error is not None and "openable=true, isOpen=false" in reply.error
+    opened = {**objects, "Fridge_1": {**OBJECTS["Fridge_1"], "isOpen": True}}
+    assert "Fridge_1" in ids(build_menu(HOUSEHOLD.actions, OFFERED, opened, holding=True), "placeon")
+
+
+def test_placeon_affordance_agrees_with_the_simulator_on_closed_receptacles() -> None:
+    """Against the real simulator: holding an apple next to the closed fridge, ``placeon`` is not on the
+    menu and the simulator would answer ``receptacle_closed``; once the fridge is open it is offered and
+    the simulator takes the apple."""
+    from scenerag.agents.embodied.household import HouseholdEpisode
+    from scenerag.agents.embodied.planner import EmbodiedPlanner
+
+    episode = HouseholdEpisode.create("l_shape", 0, 0)
+    assert episode.execute("search", {"query": "Apple"}).success
+    assert episode.execute("pickup", {"object_id": "Apple_1"}).success
+    assert episode.execute("search", {"query": "Fridge"}).success
+    planner = EmbodiedPlanner(_NoModel(), AgentKind.FULL_MEM, HOUSEHOLD)
+
+    def fridge_menu() -> ActionMenu:
+        graph, _ = episode.observe()
+        return planner.menu(graph, None)
+
+    closed = fridge_menu()
+    assert "open(Fridge_1)" in closed.calls() and "placeon(Fridge_1)" not in closed.calls()
+    assert episode.execute("placeon", {"receptacle_id": "Fridge_1"}).error == "receptacle_closed"
+    assert episode.execute("open", {"object_id": "Fridge_1"}).success
+    assert "placeon(Fridge_1)" in fridge_menu().calls()
+    assert episode.execute("placeon", {"receptacle_id": "Fridge_1"}).success
+
+
+class _NoModel:
+    """A chat model the test never calls (the planner only builds menus here)."""
+
+    name = "none"
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())

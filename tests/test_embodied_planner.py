@@ -341,7 +341,8 @@ def test_self_query_feedback_adds_entities_to_the_next_subgraph() -> None:
     second = prompt_objects(feedback_router.prompts[1])
     assert not any(o.cls == "Kettle" for o in first.values())
     kettle = next(o for o in second.values() if o.cls == "Kettle")
-    assert set(kettle.attributes) == {"isInteractable", "isOpen"}  # the task's attributes
+    # the task's attributes (isInteractable, isOpen), less isOpen: a kettle does not open (openable=false)
+    assert set(kettle.attributes) == {"isInteractable"}
     holder = kettle.where.removeprefix("in ")
     assert holder in second and set(second[holder].attributes) <= {"isInteractable", "isOpen"}
     assert not any(o.cls == "Kettle" for o in prompt_objects(strict_router.prompts[1]).values())
@@ -853,12 +854,14 @@ def test_walkthrough_ends_the_system_prompt_when_asked() -> None:
     strict = EmbodiedPlanner(model, "embodiedrag-strict", HOUSEHOLD, embedder=WordEmbedder(), config=on)
     plain = EmbodiedPlanner(model, "embodiedrag-feedback", HOUSEHOLD, embedder=WordEmbedder())
     text = feedback.system_prompt()
-    tail = text.split("An example episode of another task (Put a book in a drawer.)", 1)[1]
+    tail = text.split("Example episode of another task (Put a book in a drawer.)", 1)[1]
     assert tail.count("Action: ") == len(HOUSEHOLD.walkthrough) == tail.count("Objects: ")
-    assert "Action: pickup(Book_1)\n-> Picked up Book_1." in tail and "For example" not in text
+    # the replies only: the answers are not shown (they would cost every call tokens)
+    assert "Action: pickup(Book_1)\nThought: I hold Book_1" in tail and "->" not in tail
+    assert "For example" not in text
     assert "For example" in plain.system_prompt()
-    assert "Objects: " not in strict.system_prompt().split("An example episode", 1)[1]
-    assert "An example episode" not in plain.system_prompt()
+    assert "Objects: " not in strict.system_prompt().split("Example episode", 1)[1]
+    assert "Example episode" not in plain.system_prompt()
     assert all(t.instruction != HOUSEHOLD.walkthrough_task for t in TASKS)
     with pytest.raises(EmbodiedConfigError):
         EnvironmentSpec(HOUSEHOLD.actions, ATTRIBUTE_NAMES, walkthrough=(("a", "b", "c", "d"),))
@@ -942,7 +945,7 @@ def test_a_call_that_would_undo_the_last_change_is_refused() -> None:
     assert '"CounterTop_5"' not in rule(grammars[2], "placeon-arg0")
     assert "act-close" not in rule(grammars[5], "action")
     prompt = router.prompts[2][-1].content
-    assert "or would undo your last change): placeon(CounterTop_5)." in prompt
+    assert "or an undo of your last change): placeon(CounterTop_5)." in prompt
 
 
 def test_undo_refusal_can_be_turned_off() -> None:
@@ -985,3 +988,24 @@ def test_hand_in_thought_starts_each_thought_with_what_the_robot_holds() -> None
     assert rule(grammars[2], "root").startswith('"Thought: " "I hold Apple_1; " thought')
     _, model = run("embodiedrag-strict", Router([act("search", "Apple")]), max_steps=1)
     assert rule(planner_calls(model)[0].grammar, "root").startswith('"Thought: " thought')
+
+
+def test_history_counts_what_a_step_discovered_and_subgraph_lines_skip_meaningless_states() -> None:
+    """A search's answer keeps its own words in the history, and the objects it happened to discover are
+    counted, not listed (they are in the scene graph); a task subgraph shows ``isOpen`` for the fridge but
+    not for objects that do not open (``openable=false``), while Full-Mem keeps every attribute."""
+    entities = [{"name": n, "attributes": ["isOpen"]} for n in ("fridge", "counter top")]
+    router = Router([act("search", "Fridge"), act("getvisibleobjects")], entities=entities)
+    result, _ = run("embodiedrag-strict", router, max_steps=2)
+    first = result.trajectory[0]
+    assert first.discovered > 0 and " Newly discovered: " in first.observation
+    history = router.prompts[1][-1].content.split("Previous steps:\n", 1)[1].split("\n", 1)[0]
+    answer = first.observation.split(" Newly discovered:", 1)[0]
+    assert history == f"1. search(Fridge) -> OK: {answer} Newly discovered: {first.discovered} objects."
+    shown = prompt_objects(router.prompts[1])
+    assert shown["Fridge_1"].attributes.get("isOpen") == "false"
+    counters = [o for o in shown.values() if o.cls == "CounterTop"]
+    assert counters and all("isOpen" not in o.attributes for o in counters)
+    full_router = Router([act("search", "Fridge"), act("getvisibleobjects")])
+    run("full-mem", full_router, max_steps=2)
+    assert "openable=false, isOpen=false" in full_router.prompts[1][-1].content

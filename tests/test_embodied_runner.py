@@ -352,3 +352,52 @@ def test_full_mem_prompts_are_counted_along_a_live_trajectory() -> None:
         ]
         is None
     )  # a record made before the prefix was counted
+
+
+def test_recount_rebuilds_the_live_prompts_of_a_recorded_episode() -> None:
+    """Offline recount of a recorded embodiedrag-feedback episode: its calls replayed with the recorded
+    thoughts and Objects lines rebuild exactly the prompts the model was shown live (the self-query's
+    retrieval included), so the recounted planner tokens equal the live prompts counted with the same
+    tokenizer; Full-Mem is counted along the same calls."""
+    from scenerag.agents.embodied.runner import recount_episode
+
+    texts = [
+        "Thought: a kettle first\nObjects: kettle\nAction: getvisibleobjects()",
+        "Thought: the fridge\nObjects: none\nAction: search(Fridge)",
+        "Thought: open it\nObjects: fridge\nAction: open(Fridge_1)",
+    ]
+    replies = iter(texts)
+
+    def answer(messages: list[Message]) -> dict[str, Any] | str:
+        if messages[0].content.startswith("You prepare the memory"):
+            return {"entities": [{"name": "fridge", "attributes": ["isOpen"]}]}
+        return next(replies)
+
+    model = ScriptedChatModel([answer] * 10, supports_tools=False)
+    config = BenchmarkConfig(
+        agents=["embodiedrag-feedback"],
+        tasks="easy_02",
+        distractors=(290,),
+        planner=PlannerConfig(max_steps=3, walkthrough=True, list_calls=True),
+        count_along=[],
+    )
+    episode = run_benchmark(config, model, WordEmbedder()).episodes[0]
+    assert episode.success and episode.steps == 3
+    planner_calls = [c for c in model.calls if not c.messages[0].content.startswith("You prepare")]
+    assert len(planner_calls) == 3
+
+    def count(text: str) -> int:
+        return len(text.split())
+
+    live = sum(count_prompt_tokens(c.messages, count) for c in planner_calls) + sum(map(count, texts))
+    row = recount_episode(
+        model,
+        EpisodeResult.from_dict(json.loads(json.dumps(episode.to_dict()))),
+        get_task("easy_02"),
+        style="l_shape",
+        embedder=WordEmbedder(),
+        count_tokens=count,
+        planner=config.planner,
+    )
+    assert row.live_steps == 3 and row.live_planner_tokens == live
+    assert row.counted_agent == "full-mem" and row.counted_planner_tokens > 3 * row.live_planner_tokens

@@ -202,3 +202,15 @@ def test_sensing_options_are_validated() -> None:
     wide = HouseholdEnv.from_config(LayoutConfig("galley", 0), field_of_view_deg=360.0)
     assert narrow.visible <= wide.visible and len(narrow.visible) < len(wide.visible)
     assert wide.visible == wide.visible_now(scan=True)
+
+
+def test_listing_actions_mention_no_object_in_particular() -> None:
+    """An inventory (getvisibleobjects, getdiscoveredobjects) names every object in sight and mentions
+    none, so a retrieving planner does not pull them all into its next subgraph (a pillow listed as
+    visible became pickable in a spatula task); a search mentions the object it found."""
+    env = HouseholdEnv("galley", 0)
+    visible = env.execute("getvisibleobjects", {})
+    assert visible.success and visible.observation["objects"] and visible.mentions == []
+    assert env.execute("getdiscoveredobjects", {}).mentions == []
+    found = env.execute("search", {"query": "Fridge"})
+    assert found.success and found.mentions[:1] == ["Fridge_1"]

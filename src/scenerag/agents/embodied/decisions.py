@@ -166,25 +166,39 @@ def count_prompt_tokens(messages: Sequence[Message], count_tokens: Callable[[str
 
 
 class ReplayDecider:
-    """Replays a fixed action sequence (e.g. the oracle solver's plan) and reports as usage the token counts
-    of the exact prompts it is shown and of the text replies it stands for (``count_tokens``: a tokenizer).
-    The menu is not consulted: the plan's actions run as given."""
+    """Replays a fixed action sequence (e.g. the oracle solver's plan, or a live episode's calls with their
+    recorded ``replies``) and reports as usage the token counts of the exact prompts it is shown and of the
+    text replies it stands for (``count_tokens``: a tokenizer). The menu is not consulted: the plan's
+    actions run as given."""
 
     def __init__(
-        self, plan: Sequence[tuple[str, Mapping[str, str]]], count_tokens: Callable[[str], int]
+        self,
+        plan: Sequence[tuple[str, Mapping[str, str]]],
+        count_tokens: Callable[[str], int],
+        *,
+        replies: Sequence[tuple[str, Sequence[str]]] | None = None,
     ) -> None:
         self.plan = [(name, dict(arguments)) for name, arguments in plan]
         self.count_tokens = count_tokens
         self.position = 0
+        #: per plan step, a recorded reply's (thought, objects): the objects feed a self-querying agent's
+        #: retrieval as they did live, and the reply is counted with its Objects line
+        self.replies = [(t, list(o)) for t, o in replies] if replies is not None else None
 
     def decide(self, messages: list[Message], menu: ActionMenu) -> Decision:
         started = time.perf_counter()
+        index = self.position
         if self.position < len(self.plan):
             action, arguments = self.plan[self.position]
             self.position += 1
         else:
             action, arguments = DONE_ACTION, {}
-        thought = f"Following the plan: {action}."
-        raw = f"Thought: {thought}\n{_call_text(action, arguments)}"
+        thought, objects = f"Following the plan: {action}.", []
+        if self.replies is not None and index < len(self.replies):
+            thought, objects = self.replies[index]
+        named = f"Objects: {', '.join(objects) or 'none'}\n" if menu.objects_line else ""
+        raw = f"Thought: {thought}\n{named}{_call_text(action, arguments)}"
         usage = Usage(count_prompt_tokens(messages, self.count_tokens), self.count_tokens(raw))
-        return Decision(thought, action, arguments, usage, time.perf_counter() - started, raw)
+        return Decision(
+            thought, action, arguments, usage, time.perf_counter() - started, raw, objects=list(objects)
+        )

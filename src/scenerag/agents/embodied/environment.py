@@ -43,8 +43,11 @@ class ActionParameter:
     ``kind``: ``object`` (the id of a discovered object) or ``text`` (free words, e.g. a search query).
     ``requires``: ``(attribute, value)`` pairs the named object must show in the robot's scene graph for
     the action to make sense (``("openable", True), ("isOpen", False)`` for ``open``): its affordances, used
-    to restrict what a planner may name. ``choices``: the words a ``text`` argument may take (e.g. the object
-    types a search knows; compared ignoring case, spaces and ``_``); empty: any words.
+    to restrict what a planner may name. ``excludes``: states that rule an object out although it meets
+    ``requires``, each a conjunction of ``(attribute, value)`` pairs (``(("openable", True), ("isOpen",
+    False))`` for ``placeon``: a receptacle that opens and is closed takes nothing, a counter that does not
+    open always can). ``choices``: the words a ``text`` argument may take (e.g. the object types a search
+    knows; compared ignoring case, spaces and ``_``); empty: any words.
     """
 
     name: str
@@ -53,10 +56,21 @@ class ActionParameter:
     kind: ParameterKind = "object"
     requires: tuple[tuple[str, Any], ...] = ()
     choices: tuple[str, ...] = ()
+    excludes: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
     def allows(self, attributes: Mapping[str, Any]) -> bool:
-        """Whether an object with ``attributes`` satisfies ``requires`` (a missing attribute does not)."""
-        return all(k in attributes and attributes[k] == v for k, v in self.requires)
+        """Whether an object with ``attributes`` satisfies ``requires`` (a missing attribute does not) and
+        shows none of the ``excludes`` states."""
+        return all(k in attributes and attributes[k] == v for k, v in self.requires) and not self.excluded_by(
+            attributes
+        )
+
+    def excluded_by(self, attributes: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """The first ``excludes`` state an object with ``attributes`` shows in full, ``()`` for none."""
+        for state in self.excludes:
+            if state and all(k in attributes and attributes[k] == v for k, v in state):
+                return state
+        return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +108,17 @@ class EnvironmentSpec:
     whether the object is within reach); ``example``: a reply for the prompt's format example as
     ``(thought, objects the thought is about, action call)`` (empty: a generic one is made from the first
     action); ``walkthrough``: a short example episode of another task, ``walkthrough_task``, as steps
-    ``(thought, objects, action call, what the environment answered)``, shown in the system prompt when the
-    planner asks for it (``PlannerConfig.walkthrough``); ``reversals``: ``(action, reversed)`` pairs, an
+    ``(thought, objects, action call, what the environment answered)``, whose replies end the system prompt
+    when the planner asks for it (``PlannerConfig.walkthrough``; the answers are not shown: they would cost
+    every call tokens); ``reversals``: ``(action, reversed)`` pairs, an
     action that puts back what ``reversed`` changed when it names the same objects (``close`` reverses
     ``open``; ``placeon`` reverses ``pickup`` when it names the receptacle the object was taken from), so
     the planner can refuse a call that would only undo the robot's last change
-    (``PlannerConfig.refuse_undo``)."""
+    (``PlannerConfig.refuse_undo``); ``discoveries_marker``: the words with which an answer starts listing
+    the objects the action happened to discover (its tail; the history shows how many instead, and answers
+    are compared without it); ``state_capabilities``: ``(state, capability)`` attribute pairs, a state that
+    means nothing for an object without the capability (``isOpen`` of an object that does not open), which
+    a task subgraph does not show for such objects."""
 
     actions: tuple[ActionSpec, ...]
     attribute_names: tuple[str, ...]
@@ -110,6 +129,8 @@ class EnvironmentSpec:
     walkthrough_task: str = ""
     walkthrough: tuple[tuple[str, str, str, str], ...] = ()
     reversals: tuple[tuple[str, str], ...] = ()
+    discoveries_marker: str = ""
+    state_capabilities: tuple[tuple[str, str], ...] = ()
 
     def reply_example(self) -> tuple[str, str, str]:
         """``example``, or a generic one naming the first action."""
@@ -155,6 +176,18 @@ class EnvironmentSpec:
                 hint="pairs are (action, the action it reverses), both among the spec's actions",
             )
 
+        object.__setattr__(
+            self, "state_capabilities", tuple((str(a), str(b)) for a, b in self.state_capabilities)
+        )
+        foreign = sorted(
+            {n for pair in self.state_capabilities for n in pair if n not in self.attribute_names}
+        )
+        if foreign:
+            raise EmbodiedConfigError(
+                f"state_capabilities name unknown attributes: {foreign}",
+                hint="pairs are (state attribute, capability attribute), both among attribute_names",
+            )
+
     def reversing(self, action: str) -> tuple[str, ...]:
         """The actions that reverse ``action`` (``open`` -> ``("close",)``), from ``reversals``."""
         return tuple(a for a, reversed_ in self.reversals if reversed_ == action)
@@ -171,9 +204,10 @@ class EnvironmentSpec:
 
 class ActionOutcome(Protocol):
     """What executing one action returned. An outcome may also carry ``error``: a short code of why it
-    failed (``out_of_reach``, ...), which the planner records as the failure's cause, and ``mentions``: the
+    failed (``out_of_reach``, ...), which the planner records as the failure's cause, ``mentions``: the
     ids of the discovered objects its message is about (the object found, the receptacle to open first, the
-    switch to turn on), which retrieving agents add to the next step's subgraph."""
+    switch to turn on), which retrieving agents add to the next step's subgraph, and ``discovered``: the
+    ids of the objects the action newly discovered (listed after ``EnvironmentSpec.discoveries_marker``)."""
 
     @property
     def success(self) -> bool: ...

@@ -33,6 +33,7 @@ def household_actions() -> tuple[ActionSpec, ...]:
                     "text" if p.kind == "text" else "object",
                     p.requires,
                     p.choices,
+                    p.excludes,
                 )
                 for p in spec.parameters
             ),
@@ -42,8 +43,8 @@ def household_actions() -> tuple[ActionSpec, ...]:
     )
 
 
-HOUSEHOLD_INSTRUCTIONS = """You are the task planner of a single-arm mobile robot in a kitchen. Work step by step: each turn, think about the task, what you know and what the last action returned, then choose exactly one action.
-Objects are named by their id (e.g. Mug_1). You can act only on discovered objects and must be within reach (moveto first); you hold at most one object; open a closed receptacle before taking from or putting into it; a stove burner is switched by its stove knob. If the objects you need are not known yet, use search or randomlyexplore. To put an object somewhere: find it, pickup it, then go to the receptacle (open it if it is closed) and placeon it. When the task is complete, choose done."""
+HOUSEHOLD_INSTRUCTIONS = """You are the task planner of a one-arm mobile robot in a kitchen: each turn, think briefly, then choose one action.
+Act on discovered objects by id, within reach (moveto first). You hold one object at a time. Open a closed receptacle before taking from or putting into it. A stove burner is switched by its StoveKnob. Unknown objects: search or randomlyexplore."""
 
 HOUSEHOLD = EnvironmentSpec(
     household_actions(),
@@ -62,14 +63,14 @@ HOUSEHOLD = EnvironmentSpec(
             "No book is known yet, so I search for one.",
             "book",
             "search(Book)",
-            "Found Book_1 on Shelf_1; moved to P2.",
+            "Found Book_1 on Shelf_1.",
         ),
         ("Book_1 can: pickup, and my hand is empty.", "book", "pickup(Book_1)", "Picked up Book_1."),
         (
             "I hold Book_1; Drawer_3 can: moveto.",
             "drawer",
             "moveto(Drawer_3)",
-            "Moved to P5 next to Drawer_3.",
+            "Moved next to Drawer_3.",
         ),
         ("Drawer_3 can: open.", "drawer", "open(Drawer_3)", "Opened Drawer_3."),
         (
@@ -79,6 +80,20 @@ HOUSEHOLD = EnvironmentSpec(
             "Placed Book_1 in Drawer_3.",
         ),
         ("Book_1 is in Drawer_3: the task is complete.", "none", "done()", "The task is complete."),
+    ),
+    discoveries_marker=" Newly discovered:",
+    state_capabilities=(
+        ("isToggled", "toggleable"),
+        ("isBroken", "breakable"),
+        ("isFilledWithLiquid", "canFillWithLiquid"),
+        ("fillLiquid", "canFillWithLiquid"),
+        ("isDirty", "dirtyable"),
+        ("isUsedUp", "canBeUsedUp"),
+        ("isCooked", "cookable"),
+        ("isSliced", "sliceable"),
+        ("isOpen", "openable"),
+        ("openness", "openable"),
+        ("isPickedUp", "pickupable"),
     ),
     reversals=(
         ("close", "open"),
@@ -92,7 +107,8 @@ HOUSEHOLD = EnvironmentSpec(
 """What the planner is told about the household simulator: its actions, object attributes and rules; every
 object line shows ``isInteractable`` (within reach and not shut in); the walkthrough is an episode of a
 task none of the benchmark's tasks asks for (a book in a drawer); the reversals are the simulator's pairs
-of opposite actions (open/close, toggleon/toggleoff, pickup/placeon)."""
+of opposite actions (open/close, toggleon/toggleoff, pickup/placeon); answers list new discoveries after
+"Newly discovered:"; each state attribute is paired with the capability flag it needs (AI2Thor's)."""
 
 
 class HouseholdEpisode:

@@ -89,7 +89,8 @@ class ActionMenu:
 
     def unmet(self, name: str, value: str) -> str:
         """Why action ``name`` cannot take object ``value`` now, in words (``""`` when the menu cannot tell:
-        an unknown action or object): the attribute values its parameter requires that the object lacks."""
+        an unknown action or object): the attribute values its parameter requires that the object lacks, or
+        the state of its ``excludes`` the object shows."""
         spec = self.specs.get(name)
         known = {i.lower(): i for i in self.objects}.get(value.lower())
         if spec is None or known is None:
@@ -105,6 +106,10 @@ class ActionMenu:
                     f"{k}={_word(attributes[k])}" if k in attributes else f"no {k}" for k, _ in missing
                 )
                 return f"{name} needs {needs}; {known} has {has}"
+            state = parameter.excluded_by(attributes)
+            if state:
+                shows = ", ".join(f"{k}={_word(v)}" for k, v in state)
+                return f"{name} cannot take an object with {shows}, as {known} has"
         if spec.hand == "empty":
             return f"{name} needs an empty hand"
         if spec.hand == "holding":
@@ -124,7 +129,7 @@ class ActionMenu:
         out: dict[str, list[str]] = {}
         for item in self.actions:
             for parameter, ids in item.forms():
-                if ids and parameter.requires:
+                if ids and (parameter.requires or parameter.excludes):
                     for object_id in ids:
                         names = out.setdefault(object_id, [])
                         if item.name not in names:
@@ -137,7 +142,7 @@ class ActionMenu:
         out: list[str] = []
         for item in self.actions:
             for parameter, ids in item.forms():
-                if ids and parameter.requires and parameter.kind == "object":
+                if ids and (parameter.requires or parameter.excludes) and parameter.kind == "object":
                     out.extend(f"{item.name}({object_id})" for object_id in ids)
         return out
 
@@ -146,7 +151,7 @@ class ActionMenu:
         """The reply format, as prompt lines."""
         lines = ["Thought: <one short sentence: what you know and what to do next>"]
         if self.objects_line:
-            lines.append("Objects: <the object types your thought is about, comma-separated, or none>")
+            lines.append("Objects: <the object types it is about, or none>")
         lines.append("Action: <action>(<argument>)")
         return lines
 

@@ -142,7 +142,7 @@ class PlannerConfig:
 
     max_steps: int = 25
     history_steps: int = 16
-    observation_chars: int = 240
+    observation_chars: int = 200
     thought_chars: int = 160
     max_reply_tokens: int = 120
     tool_interface: ToolInterface = "text"
@@ -178,35 +178,27 @@ Reply in exactly this form:
 {example}"""
 
 GRAPH_FORMAT = (
-    'The scene graph has one line per object: "id (class) where: attributes; can: actions", where is "in X" '
-    '(inside or on object X), "at P3" (it stands at place P3) or "held" (in your hand), and "can" lists '
-    "what the object lets you do to it now."
+    'One line per object: "id (class) where: attributes; can: actions" (in X = in or on X; at P3 = at place '
+    "P3; held = in your hand; can: what you can do to it now)."
 )
 CONTEXT_RULES: dict[AgentKind, str] = {
     AgentKind.REACT: (
-        "You are not shown the scene graph: call getdiscoveredobjects to read the full scene graph of "
-        "everything discovered so far. " + GRAPH_FORMAT
+        "The scene graph is not shown: getdiscoveredobjects lists everything discovered. " + GRAPH_FORMAT
     ),
     AgentKind.FULL_MEM: (
-        "Every turn shows the full scene graph of everything discovered so far, in two parts. First one line "
-        'per object: "id (class) where: attributes", where is "in X" (inside or on object X), "at P3" (it '
-        'stands at place P3) or "held" (in your hand); a line moves to the end of the list when it changes. '
-        "Then, after your position, the values of the attributes that depend on where you stand (named in "
-        'its header), one line per object: "id: values; can: actions", where "can" lists what the object '
-        "lets you do to it now."
+        "Each turn shows the full scene graph of everything discovered, in two parts. First one line per "
+        'object: "id (class) where: attributes" (where: "in X" = in or on X, "at P3" = at place P3, "held" = '
+        "in your hand); a changed line moves to the end. Then, after your position, the attributes that "
+        'depend on where you stand (named in the header), one line per object: "id: values; can: actions" '
+        "(can: what you can do to it now)."
     ),
     AgentKind.EMBODIED_RAG: (
-        "Every turn shows the part of the scene graph relevant to the task, refreshed after every action. "
-        "If you need something it does not show, getdiscoveredobjects returns the full scene graph (long). "
+        "Each turn shows the task-relevant scene graph; getdiscoveredobjects lists everything (long). "
         + GRAPH_FORMAT
     ),
-    AgentKind.STRICT: (
-        "Every turn shows the part of the scene graph relevant to the task, refreshed after every action. "
-        + GRAPH_FORMAT
-    ),
+    AgentKind.STRICT: "Each turn shows the task-relevant scene graph. " + GRAPH_FORMAT,
     AgentKind.FEEDBACK: (
-        "Every turn shows the part of the scene graph relevant to the task, refreshed after every action "
-        "and extended with the objects your last reply named. " + GRAPH_FORMAT
+        "Each turn shows the task-relevant scene graph and the objects your last reply named. " + GRAPH_FORMAT
     ),
 }
 
@@ -270,11 +262,14 @@ def object_lines(
     all_attributes: bool = False,
     affordances: Mapping[str, Sequence[str]] | None = None,
     exclude: Collection[str] = (),
+    capabilities: Mapping[str, str] | None = None,
 ) -> list[str]:
     """One line per object of ``shown`` (a subgraph of ``graph``, or ``graph`` itself): ``id (class) where:
     attributes; can: actions``. Where comes from ``graph`` (the whole discovered scene); the attributes are
     those ``shown`` keeps (all of them with ``all_attributes``) but ``exclude``, after the ``always`` ones
-    read from ``graph``; ``affordances`` maps an object id to the actions the step's menu lets it take."""
+    read from ``graph``; ``affordances`` maps an object id to the actions the step's menu lets it take;
+    ``capabilities`` maps a state attribute to the capability it needs (``isOpen`` -> ``openable``): the
+    state is left out of the line of an object whose capability is false (it means nothing there)."""
     lines: list[str] = []
     for node in shown.nodes(ont.OBJECT):
         full = graph.node(node.symbol) if node.symbol in graph else node
@@ -283,6 +278,9 @@ def object_lines(
         values.update(
             (k, v) for k, v in source.items() if k != ID_ATTRIBUTE and k not in values and k not in exclude
         )
+        for state, capability in (capabilities or {}).items():
+            if state in values and full.attributes.get(capability) is False:
+                del values[state]
         where = _where(graph, full)
         text = ", ".join(f"{k}={_value_text(v)}" for k, v in values.items())
         head = f"{object_id(node)} ({node.class_name})" + (f" {where}" if where else "")
@@ -555,14 +553,12 @@ class EmbodiedPlanner:
             )
         menu = ActionMenu([], objects_line=self.objects_line)
         if self.config.walkthrough and self.spec.walkthrough:  # replies in context: no lone example
-            example = [
-                f"An example episode of another task ({self.spec.walkthrough_task}), one reply per step:"
-            ]
-            for thought, objects, call, answer in self.spec.walkthrough:
+            example = [f"Example episode of another task ({self.spec.walkthrough_task}):"]
+            for thought, objects, call, _ in self.spec.walkthrough:
                 example.append(f"Thought: {thought}")
                 if self.objects_line:
                     example.append(f"Objects: {objects}")
-                example.extend([f"Action: {call}", f"-> {answer}"])
+                example.append(f"Action: {call}")
         else:
             thought, objects, call = self.spec.reply_example()
             example = ["For example:", f"Thought: {thought}"]
@@ -589,10 +585,16 @@ class EmbodiedPlanner:
             return f"{head}\n{tail}", count
         if subgraph is not None:
             discovered = sum(1 for _ in graph.nodes(ont.OBJECT))
-            lines = object_lines(subgraph.graph, graph, always=always, affordances=can)
+            lines = object_lines(
+                subgraph.graph,
+                graph,
+                always=always,
+                affordances=can,
+                capabilities=dict(self.spec.state_capabilities),
+            )
             body = "\n".join(lines) if lines else "(none of the discovered objects is relevant yet)"
             return (
-                f"Scene graph (task-relevant part: {len(lines)} of {discovered} discovered objects):\n{body}",
+                f"Scene graph ({len(lines)} of {discovered} discovered objects):\n{body}",
                 len(lines),
             )
         return "Scene graph: not shown (call getdiscoveredobjects to read it).", 0
@@ -698,11 +700,17 @@ class EmbodiedPlanner:
 
     def history_line(self, record: StepRecord, *, full: bool = False) -> str:
         """A step as the history shows it (the same text at every later step; ``full``: the observation is
-        not clipped)."""
+        not clipped): the call, its status and the environment's answer, whose list of newly discovered
+        objects (after ``EnvironmentSpec.discoveries_marker``) is replaced by their number."""
         status = "REFUSED" if record.refused else "OK" if record.ok else "FAILED"
         call = format_call(record.action, record.arguments) if record.action else "(no valid action)"
         limit = 10**9 if full else self.config.observation_chars
-        return f"{record.step + 1}. {call} -> {status}: {_clip(record.observation, limit)}"
+        observation = record.observation
+        marker = self.spec.discoveries_marker
+        if not full and marker and record.discovered and marker in observation:
+            # what a step happened to discover is in the scene graph (or retrievable): say how much
+            observation = f"{_answer(observation, marker)}{marker} {record.discovered} objects."
+        return f"{record.step + 1}. {call} -> {status}: {_clip(observation, limit)}"
 
     def step_messages(
         self,
@@ -734,8 +742,9 @@ class EmbodiedPlanner:
         blocked = list(dict.fromkeys(refused))
         if blocked:
             lines.append(
-                "Not possible now (failed, changed nothing, went round in a loop from this same situation, "
-                "or would undo your last change): " + ", ".join(blocked) + "."
+                "Not possible now (failed, changed nothing, a loop, or an undo of your last change): "
+                + ", ".join(blocked)
+                + "."
             )
         last = history[-1] if history else None
         note = ""
@@ -932,7 +941,7 @@ class EmbodiedPlanner:
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )
                     elif record.ok:
-                        answer = _answer(record.observation)
+                        answer = _answer(record.observation, self.spec.discoveries_marker)
                         first = answers.setdefault((key, world), (step, answer))
                         if first[0] != step and first[1] == answer:
                             known[(key, world)] = _Failure(
@@ -1026,6 +1035,7 @@ class EmbodiedPlanner:
         record.ok = outcome.success
         record.observation = outcome.message
         record.mentions = [str(m) for m in getattr(outcome, "mentions", ()) or ()]
+        record.discovered = len(getattr(outcome, "discovered", ()) or ())
         if not outcome.success:
             result.failed_actions += 1
             code = getattr(outcome, "error", None)
@@ -1036,10 +1046,10 @@ class EmbodiedPlanner:
         return False
 
 
-def _answer(observation: str) -> str:
-    """An answer as compared across calls: without its "Newly discovered: ..." tail (what a trip happened
-    to reveal is not part of the answer)."""
-    return observation.split(" Newly discovered:", 1)[0].strip()
+def _answer(observation: str, marker: str) -> str:
+    """An answer as compared across calls: without its tail from ``marker`` on (the objects a trip happened
+    to discover are not part of the answer)."""
+    return observation.split(marker, 1)[0].strip() if marker else observation.strip()
 
 
 def _refusal(failure: _Failure) -> str:

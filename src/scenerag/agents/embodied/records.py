@@ -47,6 +47,8 @@ class StepRecord:
     refused: bool = False
     #: the discovered objects the environment's answer named (they join the next step's subgraph)
     mentions: list[str] = field(default_factory=list)
+    #: how many objects the action newly discovered (the history shows the count, not the list)
+    discovered: int = 0
     #: why the step failed: the environment's error code (``out_of_reach``, ...), ``invalid_reply``,
     #: ``refused_repeat``, ``not_complete`` (done too early), ``full_graph_refused``; None when it worked
     cause: str | None = None

@@ -238,9 +238,10 @@ def _replaying_agent(
     embedder: Embedder | None,
     config: PlannerConfig,
     subgraph: SubgraphConfig | None,
+    replies: Sequence[tuple[str, Sequence[str]]] | None = None,
 ) -> EmbodiedPlanner:
-    """An agent of ``kind`` on the household whose decisions replay ``plan`` and whose usage is ``counter``
-    of the prompts it builds."""
+    """An agent of ``kind`` on the household whose decisions replay ``plan`` (with the recorded
+    ``replies``' thoughts and objects, if given) and whose usage is ``counter`` of the prompts it builds."""
     return EmbodiedPlanner(
         model,
         kind,
@@ -248,7 +249,33 @@ def _replaying_agent(
         embedder=embedder,
         config=config,
         subgraph_config=subgraph,
-        decider=ReplayDecider(plan, counter),
+        decider=ReplayDecider(plan, counter, replies=replies),
+    )
+
+
+_NOT_SENT = ("invalid_reply", "refused_repeat", "full_graph_refused")
+
+
+def _executed(episode: EpisodeResult) -> list[StepRecord]:
+    """The steps of ``episode`` whose call reached the environment (or was ``done``)."""
+    return [s for s in episode.trajectory if s.action and s.cause not in _NOT_SENT]
+
+
+def _replay_config(base: PlannerConfig | None, steps: int) -> PlannerConfig:
+    """``base``'s prompt settings for a replay of ``steps`` calls."""
+    base = base or PlannerConfig()
+    return PlannerConfig(
+        max_steps=max(1, steps),
+        history_steps=base.history_steps,
+        observation_chars=base.observation_chars,
+        thought_chars=base.thought_chars,
+        max_reply_tokens=base.max_reply_tokens,
+        list_calls=base.list_calls,
+        walkthrough=base.walkthrough,
+        refuse_undo=base.refuse_undo,
+        task_words=base.task_words,
+        refuse_known_answers=base.refuse_known_answers,
+        hand_in_thought=base.hand_in_thought,
     )
 
 
@@ -269,51 +296,102 @@ def count_along(
     """What agent ``kind`` would have spent on ``episode``'s trajectory: the actions that reached the
     environment are replayed in order on the same kitchen (so every observation is the same), and each
     prompt ``kind`` builds on the way is counted with ``count_tokens`` (default ``model.count_tokens``)."""
-    plan = [
-        (s.action, dict(s.arguments))
-        for s in episode.trajectory
-        if s.action and s.cause not in ("invalid_reply", "refused_repeat", "full_graph_refused")
-    ]
+    plan = [(s.action, dict(s.arguments)) for s in _executed(episode)]
     counter = count_tokens or model.count_tokens
-    base = planner or PlannerConfig()
-    config = PlannerConfig(
-        max_steps=max(1, len(plan)),
-        history_steps=base.history_steps,
-        observation_chars=base.observation_chars,
-        thought_chars=base.thought_chars,
-        max_reply_tokens=base.max_reply_tokens,
-        list_calls=base.list_calls,
-        walkthrough=base.walkthrough,
-        refuse_undo=base.refuse_undo,
-        task_words=base.task_words,
-        refuse_known_answers=base.refuse_known_answers,
-        hand_in_thought=base.hand_in_thought,
-    )
+    config = _replay_config(planner, len(plan))
     agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph)
     replay = agent.run(
         HouseholdEpisode.create(style, seed, episode.n_distractors), task, pre_retrieval=pre_retrieval
     )
-    window = getattr(model, "context_window", None)
-    prompts = [s.input_tokens for s in replay.trajectory]
     live_agent = parse_agent_kind(episode.agent)
     live_static = None
     if embedder is not None or not live_agent.retrieves:
         live = _replaying_agent(model, live_agent, [], counter, embedder, config, subgraph)
         live_static = static_prompt_tokens(live, counter)
+    return _counted_along(
+        model,
+        episode,
+        replay,
+        agent.kind.value,
+        (episode.planner_tokens, episode.steps, live_static),
+        static_prompt_tokens(agent, counter),
+    )
+
+
+def _counted_along(
+    model: ChatModel,
+    episode: EpisodeResult,
+    counted: EpisodeResult,
+    counted_agent: str,
+    live: tuple[int, int, int | None],
+    counted_static: int,
+) -> CountedAlong:
+    """The :class:`CountedAlong` row of ``episode`` for ``counted``, the replay by ``counted_agent``; ``live``:
+    the live side's planner tokens, steps and static prefix tokens."""
+    window = getattr(model, "context_window", None)
+    prompts = [s.input_tokens for s in counted.trajectory]
     return CountedAlong(
         task_id=episode.task_id,
         difficulty=episode.difficulty,
         n_distractors=episode.n_distractors,
         agent=episode.agent,
-        counted_agent=agent.kind.value,
-        steps=replay.steps,
-        live_planner_tokens=episode.planner_tokens,
-        counted_planner_tokens=replay.planner_tokens,
+        counted_agent=counted_agent,
+        steps=counted.steps,
+        live_planner_tokens=live[0],
+        counted_planner_tokens=counted.planner_tokens,
         max_prompt=max(prompts, default=0),
         over_context=sum(window is not None and p > window for p in prompts),
-        live_steps=episode.steps,
-        live_static_tokens=live_static,
-        counted_static_tokens=static_prompt_tokens(agent, counter),
+        live_steps=live[1],
+        live_static_tokens=live[2],
+        counted_static_tokens=counted_static,
+    )
+
+
+def recount_episode(
+    model: ChatModel,
+    episode: EpisodeResult,
+    task: Task,
+    *,
+    style: str,
+    seed: int = 0,
+    embedder: Embedder | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+    planner: PlannerConfig | None = None,
+    subgraph: SubgraphConfig | None = None,
+    counted_agent: AgentKind | str = AgentKind.FULL_MEM,
+) -> CountedAlong:
+    """``episode``'s tokens recounted under the current code, offline: the calls that reached the
+    environment are replayed in order on the same kitchen with their recorded thoughts and ``Objects``
+    lines (so a self-querying agent retrieves what it retrieved live) by the live agent, whose prompts are
+    counted as its planner tokens, and by ``counted_agent`` (Full-Mem), counted as in :func:`count_along`.
+    Replies that never reached the environment (refused, invalid) are not replayed, so an episode with
+    them counts fewer live steps than it took. ``episode.pre_retrieval`` is reused (no model call)."""
+    executed = _executed(episode)
+    plan = [(s.action, dict(s.arguments)) for s in executed]
+    replies = [(s.thought, list(s.objects)) for s in executed]
+    counter = count_tokens or model.count_tokens
+    config = _replay_config(planner, len(plan))
+    data = episode.pre_retrieval or {}
+    pre = PreRetrieval(
+        str(data.get("instruction", task.instruction)),
+        [EntitySpec(e["name"], tuple(e.get("attributes", ()))) for e in data.get("entities", [])],
+    )
+    runs: dict[str, tuple[EpisodeResult, int]] = {}
+    for kind in (parse_agent_kind(episode.agent), parse_agent_kind(counted_agent)):
+        agent = _replaying_agent(model, kind, plan, counter, embedder, config, subgraph, replies)
+        replay = agent.run(
+            HouseholdEpisode.create(style, seed, episode.n_distractors), task, pre_retrieval=pre
+        )
+        runs[kind.value] = (replay, static_prompt_tokens(agent, counter))
+    live, live_static = runs[parse_agent_kind(episode.agent).value]
+    counted, counted_static = runs[parse_agent_kind(counted_agent).value]
+    return _counted_along(
+        model,
+        episode,
+        counted,
+        parse_agent_kind(counted_agent).value,
+        (live.planner_tokens, live.steps, live_static),
+        counted_static,
     )
 
 

@@ -45,8 +45,15 @@ class ActionResult:
     def mentions(self) -> list[str]:
         """The discovered objects the action's own message names (the object found, the receptacle to open,
         the faucet to switch on, ...), in the order named, at most ``MAX_MENTIONS``; the lists of newly
-        discovered objects and rule effects appended to the message are not counted."""
+        discovered objects and rule effects appended to the message are not counted, and neither are the
+        inventories of the listing actions (``getvisibleobjects``, ``getdiscoveredobjects``): they name
+        every object in sight, none in particular."""
         return list(self.observation.get("mentions", ()))
+
+    @property
+    def discovered(self) -> list[str]:
+        """The objects the action newly discovered (listed at the end of the message)."""
+        return list(self.observation.get("new_objects", ()))
 
 
 @dataclass
@@ -69,7 +76,9 @@ class Parameter:
     """One string argument: ``kind`` ``object`` (a discovered object's id) or ``text`` (words; ``choices``
     is their vocabulary for a planner's grammar, empty for any);
     ``requires``: the ``(attribute, value)`` pairs an object must show to be a sensible argument (its
-    affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``)."""
+    affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``);
+    ``excludes``: states that rule an object out although it shows ``requires``, each a conjunction of
+    pairs (``placeon``: a receptacle that opens and is closed)."""
 
     name: str
     description: str
@@ -77,6 +86,7 @@ class Parameter:
     kind: str = "object"
     requires: tuple[tuple[str, Any], ...] = ()
     choices: tuple[str, ...] = ()  # the words a text argument may take (empty: any)
+    excludes: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +127,8 @@ IN_REACH: tuple[str, Any] = ("isInteractable", True)
 """The affordance every manipulation shares: the object is within arm's reach and not shut in a closed
 receptacle (``isInteractable``, agent-relative, current at every observation)."""
 OUT_OF_REACH: tuple[str, Any] = ("isInteractable", False)
+CLOSED: tuple[tuple[str, Any], ...] = (("openable", True), ("isOpen", False))
+"""The state of a receptacle that opens and is shut: nothing goes in until it is opened."""
 
 
 def _object(*requires: tuple[str, Any]) -> Parameter:
@@ -297,7 +309,7 @@ def _go_to(env: HouseholdEnv, object_id: str) -> int:
 # -- exploration and perception --------------------------------------------------------------------
 @_action(
     "randomlyexplore",
-    "Go to a place not visited yet and look all around (discovers objects).",
+    "Explore a place not visited yet.",
 )
 def _randomlyexplore(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -331,24 +343,24 @@ def _summary(env: HouseholdEnv, object_id: str) -> dict[str, Any]:
 
 @_action(
     "getdiscoveredobjects",
-    "List every discovered object with its type, where it was last seen and its distance.",
+    "List every discovered object.",
 )
 def _getdiscoveredobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
-    return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows})
+    return Outcome(True, f"{len(rows)} discovered objects: {text}", data={"objects": rows, "mentions": []})
 
 
-@_action("getvisibleobjects", "List the objects visible now, with their distance.")
+@_action("getvisibleobjects", "List the visible objects.")
 def _getvisibleobjects(env: HouseholdEnv) -> Outcome:
     rows = [_summary(env, object_id) for object_id in env.discovered if object_id in env.visible]
     text = "; ".join(f"{r['object_id']} ({r['type']}, {r['location']}, {r['distance']:.1f} m)" for r in rows)
-    return Outcome(True, f"{len(rows)} visible objects: {text}", data={"objects": rows})
+    return Outcome(True, f"{len(rows)} visible objects: {text}", data={"objects": rows, "mentions": []})
 
 
 @_action(
     "moveto",
-    "Go next to a discovered object (or the receptacle holding it): objects must be within reach to act on.",
+    "Go within reach of an object.",
     _object(OUT_OF_REACH, ("isPickedUp", False)),
 )
 def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -369,7 +381,7 @@ def _moveto(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "inspect",
-    "Show every attribute of a discovered object as last seen, and where it is.",
+    "Show an object's attributes.",
     _OBJECT,
 )
 def _inspect(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -425,8 +437,7 @@ def match_object_types(query: str) -> list[str]:
 
 @_action(
     "search",
-    "Find an object by type (e.g. Egg) or id: go to the nearest one and reveal it; if it is inside a closed "
-    "receptacle, go there and name the receptacle to open.",
+    "Go to the nearest object of a type (e.g. Egg), or name the closed receptacle it is in.",
     Parameter(
         "query",
         "an object type such as 'Mug' or an object id such as 'Mug_2'",
@@ -480,7 +491,7 @@ def _search(env: HouseholdEnv, query: str) -> Outcome:
 
 @_action(
     "adjustpositioning",
-    "Step to the best spot for the object you work with (or the given one) and look all around.",
+    "Step to a better spot and look around.",
     Parameter("object_id", _OBJECT.description, required=False),
 )
 def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outcome:
@@ -503,7 +514,7 @@ def _adjustpositioning(env: HouseholdEnv, object_id: str | None = None) -> Outco
 # -- manipulation -----------------------------------------------------------------------------------------
 @_action(
     "pickup",
-    "Pick up a reachable object; the hand must be empty.",
+    "Pick up an object (hand empty).",
     _object(("pickupable", True), ("isPickedUp", False), IN_REACH),
     hand="empty",
 )
@@ -527,12 +538,12 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "placeon",
-    "Put the held object in/on a reachable receptacle it fits (counter, table, sink, fridge, drawer, "
-    "cabinet, plate, pan, microwave, stove burner, garbage can...); open a closed one first.",
+    "Put the held object in/on a receptacle.",
     Parameter(
         "receptacle_id",
         "id of the discovered receptacle, e.g. 'CounterTop_2'",
         requires=(("receptacle", True), ("isPickedUp", False), IN_REACH),
+        excludes=(CLOSED,),
     ),
     hand="holding",
 )
@@ -581,7 +592,7 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
 
 @_action(
     "open",
-    "Open a reachable fridge, cabinet, drawer, microwave...",
+    "Open a door or drawer.",
     _object(("openable", True), ("isOpen", False), IN_REACH),
 )
 def _open(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -602,7 +613,7 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     return Outcome(True, f"Opened {target}.{note}{inside}")
 
 
-@_action("close", "Close a reachable open object.", _object(("openable", True), ("isOpen", True), IN_REACH))
+@_action("close", "Close an open object.", _object(("openable", True), ("isOpen", True), IN_REACH))
 def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     target = _discovered(env, object_id)
     if isinstance(target, Outcome):
@@ -635,8 +646,7 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
 
 @_action(
     "toggleon",
-    "Switch on a reachable faucet, stove knob, microwave, toaster, coffee machine or light switch (a stove "
-    "burner is switched by its StoveKnob).",
+    "Switch on (faucet, stove knob, light switch...).",
     _object(("toggleable", True), ("isToggled", False), IN_REACH),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -645,7 +655,7 @@ def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "toggleoff",
-    "Switch off a reachable object.",
+    "Switch off.",
     _object(("toggleable", True), ("isToggled", True), IN_REACH),
 )
 def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
@@ -654,7 +664,7 @@ def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
 
 @_action(
     "slice",
-    "Slice a reachable bread, tomato, lettuce, apple or potato while holding a knife.",
+    "Slice it, holding a knife.",
     _object(("sliceable", True), ("isSliced", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
@@ -676,7 +686,7 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
 # -- liquids ------------------------------------------------------------------------------------------------
 @_action(
     "fillheldobjectwithwater",
-    "Fill the held container with water from a running faucet within reach.",
+    "Fill the held container at a running faucet.",
     hand="holding",
 )
 def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
@@ -710,7 +720,7 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 
 @_action(
     "pourwaterinto",
-    "Pour the held liquid into a reachable plant or empty container.",
+    "Pour the held liquid into it.",
     _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
 )
