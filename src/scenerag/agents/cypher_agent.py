@@ -1010,12 +1010,7 @@ class CypherAgent:
             and not re.search(r"\bcount\s*\(", query, re.I)
             and self.words.is_yes_no(question)
         ):
-            doubts.append(
-                (
-                    "kind",
-                    "The question asks yes or no: return the comparison itself (e.g. a < b), not a number.",
-                )
-            )
+            doubts.append(("kind", _YES_NO_KIND))
         loose = unrelated_nodes(query) if answer is not None else []
         if loose:
             doubts.append(
@@ -1218,11 +1213,9 @@ class CypherAgent:
         """A route whose two ends are nodes the question names, for a question asking what lies on the way
         (``via_words``: "which room do I pass through going from the lounge to R3"), without its ends:
         ``[R1, R2, R3]`` -> ``R2``. ``(answer, notes)``; unchanged otherwise."""
-        items = [item.strip() for item in answer.strip("[]").split(",")]
-        named = _named_nodes(links)
+        items = _route_between_named(answer, links)
         if (
             len(items) < 3
-            or not {items[0], items[-1]} <= set(named)
             or not self.words.says(question, self.words.via_words)
             or (answer_type == "list" and self.words.says(question, self.words.order_words))
         ):
@@ -1249,19 +1242,17 @@ class CypherAgent:
         """An ordered answer whose two ends are nodes the question names, listed from the one the question
         starts from: the one after a source word ("from the lounge to R3"), else the one it names first. A path
         found from its other end ([R3, R2, R1]) is turned round; ``(answer, notes)``."""
-        items = [item.strip() for item in answer.strip("[]").split(",")]
-        named = _named_nodes(links)
-        if len(items) < 2 or items[0] == items[-1] or not {items[0], items[-1]} <= set(named):
+        items = _route_between_named(answer, links)
+        if not items:
             return answer, []
         low = question.lower()
 
         def said_at(symbol: str) -> int | None:
             spots = [
-                m.start()
+                start
                 for link in links
                 if symbol == link.value or (link.key != ont.SYMBOL_KEY and link.symbols == (symbol,))
-                for mention in link.mentions
-                for m in re.finditer(rf"\b{re.escape(mention.lower())}\b", low)
+                for start, _ in self.words.said_spans(question, link.mentions)
             ]
             return min(spots) if spots else None
 
@@ -1284,7 +1275,7 @@ class CypherAgent:
         """The layers ``question`` names: by a linked class or symbol, or by a layer word ("room")."""
         named = {link.label for link in links}
         for word, labels in self.words.layer_words.items():
-            if labels and re.search(rf"\b{re.escape(word)}s?\b", question, re.I):
+            if labels and self.words.says(question, [word]):
                 named.update(labels)
         return named
 
@@ -2042,6 +2033,14 @@ def _named_nodes(links: Sequence[Link]) -> dict[str, str]:
         if link.key != ont.SYMBOL_KEY and link.seen and len(link.symbols) == 1:
             named.setdefault(link.symbols[0], f"{link.symbols[0]} (the only {link.value})")
     return named
+
+
+def _route_between_named(answer: str, links: Sequence[Link]) -> list[str]:
+    """The items of a list answer (``[R1, R2, R3]``) whose two ends are different nodes the question names;
+    empty otherwise."""
+    items = [item.strip() for item in answer.strip("[]").split(",")]
+    ends_named = {items[0], items[-1]} <= set(_named_nodes(links))
+    return items if len(items) >= 2 and items[0] != items[-1] and ends_named else []
 
 
 _YES_NO_KIND = (

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from scenerag.agents.query_repair import apply_edits
+from scenerag.agents.query_repair import apply_edits, var_labels
 from scenerag.graph import ontology as ont
 from scenerag.store.cypher import analyze
 from scenerag.store.schema import GraphSchema
@@ -179,15 +179,8 @@ def _tied(query: str, var: str, span: tuple[int, int]) -> bool:
     return False
 
 
-def _var_labels(query: str) -> dict[str, set[str]]:
-    try:
-        return {k: set(v) for k, v in analyze(query).node_vars.items()}
-    except Exception:
-        return {}
-
-
 def _fix_hops(result: CheckResult, schema: GraphSchema) -> None:
-    labels = _var_labels(result.query)
+    labels = var_labels(result.query)
     chains = schema.containment_chains()
     edits: list[tuple[int, int, str]] = []
     query = result.query

@@ -271,13 +271,14 @@ def _drop_implied(parts: list[str], domain: GoalDomain) -> list[str]:
     }
 
     def a_step(part: str) -> bool:  # (holding O) or (or (holding O1) (holding O2)), each O then put somewhere
-        atoms = _ATOM.findall(part)
-        shape = "".join(f"({a} {b})" for a, b in atoms)
-        bare = part.replace(" ", "")
-        return (
-            bool(atoms)
-            and bare in (shape.replace(" ", ""), f"(or{shape})".replace(" ", ""))
-            and all((domain.step_towards.get(a), b) in related for a, b in atoms)
+        tree = _parsed(part)
+        atoms = tree[1:] if tree and str(tree[0]).lower() == "or" else [tree]
+        return all(
+            isinstance(a, list)
+            and len(a) == 2
+            and not isinstance(a[1], list)
+            and (domain.step_towards.get(str(a[0])), str(a[1])) in related
+            for a in atoms
         )
 
     kept = [p for p in parts if p not in implied and not a_step(p)]

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 
 from scenerag.graph import ontology as ont
-from scenerag.store.cypher import Token, tokenize
+from scenerag.store.cypher import Token, analyze, tokenize
 from scenerag.store.schema import GraphSchema
 
 
@@ -1109,10 +1109,19 @@ def drop_idle_with(query: str) -> tuple[str, list[str]]:
     return query, []
 
 
-def _label_of(query: str, var: str | None) -> str | None:
-    """The label ``var`` is given somewhere in ``query`` (``(o:Object ...``), or None."""
-    m = re.search(rf"\(\s*{re.escape(var)}\s*:\s*(\w+)", query) if var else None
-    return m.group(1) if m else None
+def var_labels(query: str) -> dict[str, set[str]]:
+    """Each node variable of ``query`` -> the labels it is given anywhere in it (empty when it does not
+    parse)."""
+    try:
+        return {k: set(v) for k, v in analyze(query).node_vars.items()}
+    except Exception:
+        return {}
+
+
+def _blank_strings(query: str) -> str:
+    """``query`` with the text of its string literals blanked (same length), so brackets, braces and words
+    inside them are not read as the query's."""
+    return re.sub(r"'(?:[^'\\]|\\.)*'", lambda m: "'" + "_" * (len(m.group(0)) - 2) + "'", query)
 
 
 _HOP = r"\s*<?-\[\s*:\s*CONTAINS\s*(?:\*\s*(?:\d*\s*(?:\.\.)?\s*\d*))?\s*\]->?\s*"
@@ -1140,8 +1149,10 @@ def drop_unnamed_container(
         end = re.match(r"\(\s*(?P<v>[A-Za-z_]\w*)?\s*(?::\s*(?P<l>\w+))?", query[m.end() :]) if head else None
         if not head:
             end = re.search(r"\(\s*(?P<v>[A-Za-z_]\w*)?\s*(?::\s*(?P<l>\w+))?[^()]*\)$", query[: m.start()])
-        other = end and (end.group("l") or _label_of(query, end.group("v")))
-        if not other or not _holds(schema, label, other):
+        if end is None:
+            continue
+        others = {end.group("l")} if end.group("l") else var_labels(query).get(end.group("v") or "", set())
+        if not any(_holds(schema, label, other) for other in others):
             continue
         if var and len(re.findall(rf"(?<![\w.']){re.escape(var)}\b", query)) != 1:
             continue
@@ -1169,7 +1180,7 @@ def close_open_subqueries(query: str) -> tuple[str, list[str]]:
     """``WHERE EXISTS { MATCH a OR EXISTS { MATCH b } RETURN ...`` (a subquery left open before the next one
     is joined to it) gets its ``}`` back before the OR/AND, and one left open at the end before the last
     RETURN. ``(query, notes)``; unchanged when the braces balance (string literals are not counted)."""
-    masked = re.sub(r"'(?:[^'\\]|\\.)*'", lambda m: "'" + "_" * (len(m.group(0)) - 2) + "'", query)
+    masked = _blank_strings(query)
     missing = masked.count("{") - masked.count("}")
     if missing <= 0:
         return query, []
@@ -1280,7 +1291,7 @@ def unrelated_nodes(query: str) -> list[str]:
     or the query is one this reading cannot follow (subqueries, UNION, CALL)."""
     if re.search(r"\{\s*(?:OPTIONAL\s+)?MATCH\b|\bUNION\b|\bCALL\b", query, re.I):
         return []
-    masked = re.sub(r"'(?:[^'\\]|\\.)*'", "''", query)
+    masked = _blank_strings(query)
     cuts = [m.start() for m in _CLAUSE_WORD.finditer(masked)] + [len(masked)]
     groups: list[set[str]] = []
     returned: set[str] = set()
