@@ -16,14 +16,18 @@ from scenerag.agents.examples import generate_examples
 from scenerag.agents.linking import EntityLinker
 from scenerag.agents.query_repair import (
     alternatives_in_map,
+    carry_dropped_nodes,
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
+    drop_contradicted_leg,
     drop_idle_sibling,
     drop_return_trip,
     extreme_in_with,
+    group_by_the_other_node,
     holder_classes,
     others_for_self_distance,
+    pin_named_member,
     repair_mentions,
     repair_node_operators,
     repair_query,
@@ -431,6 +435,87 @@ def test_a_count_per_group_keeps_the_groups_that_hold_none(store: CypherStore) -
     assert count_every_group(top) == (top, [])
     where = "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE r.class = 'hallway' RETURN r.nodeSymbol, count(o)"
     assert count_every_group(where) == (where, [])
+
+
+def _symbols(store: CypherStore, query: str) -> set[str]:
+    return {str(v) for row in store.query(query).rows for v in row.values()}
+
+
+def test_a_node_dropped_by_with_and_named_again_is_passed_on(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'bicycle'}) WITH o "
+        "MATCH (r)-[:CONTAINS*]->(x:Object) WHERE x <> o RETURN DISTINCT x.nodeSymbol"
+    )
+    fixed, notes = carry_dropped_nodes(query)
+    truth = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'bicycle'}) MATCH (r)-[:CONTAINS*]->(x:Object) "
+        "WHERE x <> o RETURN DISTINCT x.nodeSymbol"
+    )
+    assert notes and "WITH r, o" in fixed
+    assert _symbols(store, fixed) == _symbols(store, truth) != _symbols(store, query)
+    # bound anew (a label), aggregated or passed on already: left alone
+    anew = query.replace("MATCH (r)-", "MATCH (r:Room)-")
+    assert carry_dropped_nodes(anew) == (anew, [])
+    grouped = query.replace("WITH o ", "WITH o, count(*) AS n ")
+    assert carry_dropped_nodes(grouped) == (grouped, [])
+    assert carry_dropped_nodes(fixed) == (fixed, [])
+
+
+def test_a_leg_the_negation_denies_is_dropped(store: CypherStore) -> None:
+    query = (
+        "MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) "
+        "WHERE NOT EXISTS { MATCH (a)-[:MESH_PLACE_CONNECTED]-(:MeshPlace) } RETURN a.nodeSymbol"
+    )
+    assert store.query(query).rows == []
+    fixed, notes = drop_contradicted_leg(query)
+    lonely = _symbols(
+        store,
+        "MATCH (a:MeshPlace) OPTIONAL MATCH (a)-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) "
+        "WITH a, count(b) AS n WHERE n = 0 RETURN a.nodeSymbol",
+    )
+    assert notes and lonely and _symbols(store, fixed) == lonely
+    uses_b = query.replace("RETURN a.nodeSymbol", "RETURN a.nodeSymbol, b.nodeSymbol")
+    assert drop_contradicted_leg(uses_b) == (uses_b, [])
+    other = query.replace("(b:MeshPlace) WHERE", "(b:Object) WHERE")
+    assert drop_contradicted_leg(other) == (other, [])
+
+
+def test_one_total_for_a_per_group_answer_is_grouped_by_the_other_node(store: CypherStore) -> None:
+    query = "MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN count(DISTINCT o)"
+    fixed, notes = group_by_the_other_node(query)
+    rows = store.query(fixed).rows
+    truth = store.query(
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN r.nodeSymbol AS r, count(DISTINCT o) AS n"
+    ).rows
+    assert notes and len(rows) == len(truth) > 1
+    assert sorted(tuple(map(str, r.values())) for r in rows) == sorted(
+        tuple(map(str, r.values())) for r in truth
+    )
+    for unchanged in (
+        "MATCH (o:Object) RETURN count(o)",  # no group to read
+        "MATCH (b:Building)-[:CONTAINS]->(r:Room)-[:CONTAINS*]->(o:Object) RETURN count(o)",  # two
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN r.nodeSymbol, count(o)",  # grouped already
+    ):
+        assert group_by_the_other_node(unchanged) == (unchanged, [])
+
+
+def test_a_class_filter_for_a_node_named_by_symbol_matches_that_node(store: CypherStore) -> None:
+    symbol, cls = next(
+        (str(r["s"]), str(r["c"]))
+        for r in store.query(
+            "MATCH (o:Object) WITH o.class AS c, collect(o.nodeSymbol) AS s WHERE size(s) > 1 "
+            "RETURN c, s[1] AS s ORDER BY c LIMIT 1"
+        ).rows
+    )
+    query = f"MATCH (x:Object {{class: '{cls}'}}) RETURN x.nodeSymbol"
+    fixed, notes = pin_named_member(query, {symbol: cls})
+    assert notes and _symbols(store, fixed) == {symbol} != _symbols(store, query)
+    where = f"MATCH (x:Object) WHERE x.class = '{cls}' RETURN x.nodeSymbol"
+    assert _symbols(store, pin_named_member(where, {symbol: cls})[0]) == {symbol}
+    twice = f"MATCH (x:Object {{class: '{cls}'}}), (y:Object {{class: '{cls}'}}) RETURN x.nodeSymbol"
+    assert pin_named_member(twice, {symbol: cls}) == (twice, [])
+    named = f"MATCH (x:Object {{nodeSymbol: '{symbol}'}}) RETURN x.nodeSymbol"
+    assert pin_named_member(named, {symbol: cls}) == (named, [])
 
 
 def test_a_variable_named_as_a_named_class_is_bound(store: CypherStore) -> None:

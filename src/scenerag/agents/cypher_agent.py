@@ -63,6 +63,7 @@ from scenerag.agents.measure_form import MeasureForms, measures_distance, parse_
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
+    carry_dropped_nodes,
     carry_dropped_variables,
     center_arguments,
     choice_column_only,
@@ -71,17 +72,20 @@ from scenerag.agents.query_repair import (
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
+    drop_contradicted_leg,
     drop_idle_sibling,
     drop_idle_with,
     drop_return_trip,
     drop_unnamed_container,
     extreme_in_with,
+    group_by_the_other_node,
     holder_classes,
     inline_patterns,
     measure_the_counted_node,
     merge_union_by_symbol,
     one_hop,
     others_for_self_distance,
+    pin_named_member,
     repair_mentions,
     repair_node_operators,
     repair_query,
@@ -867,6 +871,11 @@ class CypherAgent:
         if self.config.auto_repair:
             query, more = center_arguments(query)
             notes += more
+            query, more = pin_named_member(query, self._named_members(links))
+            notes += more
+            if answer_type == "dict":
+                query, more = group_by_the_other_node(query)
+                notes += more
             if answer_type in (None, "dict"):
                 query, more = count_every_group(query)
                 notes += more
@@ -1127,6 +1136,8 @@ class CypherAgent:
                 inline_patterns,
                 bind_path_variable,
                 drop_idle_with,
+                carry_dropped_nodes,
+                drop_contradicted_leg,
             ):
                 query, more = repair(query)
                 notes += more
@@ -1438,6 +1449,18 @@ class CypherAgent:
             max_rows=2,
         ).rows
         return {str(r["c"]).lower() for r in rows if r.get("c")}
+
+    def _named_members(self, links: Sequence[Link]) -> dict[str, str]:
+        """Nodes the question names by symbol whose class it never names on its own: symbol -> class (read
+        off the links and the graph)."""
+        classes = {link.value.lower() for link in links if link.key == ont.CLASS_KEY}
+        named = {}
+        for link in links:
+            if link.key == ont.SYMBOL_KEY:
+                own = self._own_classes(link.value)
+                if len(own) == 1 and not own & classes:
+                    named[link.value] = next(iter(own))
+        return named
 
     def _scoped_class(self, phrase: str, links: Sequence[Link]) -> list[str] | None:
         """The members of one class inside one node the phrase names by symbol ("chairs in hallway R5":

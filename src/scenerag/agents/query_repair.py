@@ -1326,3 +1326,127 @@ def unrelated_nodes(query: str) -> list[str]:
     if len(groups) < 2 or not returned:
         return []
     return sorted(v for g in groups if not g & returned for v in g if not v.startswith("#"))
+
+
+_AGGREGATE = re.compile(r"\b(?:count|collect|sum|avg|min|max|stdev|percentile\w*)\s*\(", re.I)
+
+
+def carry_dropped_nodes(query: str) -> tuple[str, list[str]]:
+    """``MATCH (r:Room)-[:CONTAINS*]->(o) WITH o MATCH (r)-[:CONTAINS*]->(x)``: the WITH drops ``r``, so the
+    bare ``(r)`` after it is a new variable that matches every node; a node variable a WITH without
+    aggregates drops and a later pattern names bare (no label, no properties) is the one meant, so it is
+    passed on (``WITH r, o``). ``(query, notes)``; unchanged when the later clauses bind it anew (a label
+    or properties), when the WITH aggregates (a key would change its groups) or projects ``*``."""
+    masked = _blank_strings(query)
+    if re.search(r"\b(EXISTS|CALL)\s*\{|\bUNION\b", masked, re.I):
+        return query, []
+    clauses = list(_CLAUSE_START.finditer(masked))
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    for m in clauses:
+        if m.group(1).upper() != "WITH":
+            continue
+        nxt = next((c.start() for c in clauses if c.start() > m.end()), len(masked))
+        projection = masked[m.end() : nxt]
+        if _AGGREGATE.search(projection) or "*" in projection:
+            continue
+        before, rest = masked[: m.start()], masked[nxt:]
+        bound = dict.fromkeys(_PATTERN_VAR.findall(before))
+        projected = set(re.findall(r"\bAS\s+([A-Za-z_]\w*)", projection, re.I)) | {
+            t.strip() for t in re.sub(r"(?i)^\s*DISTINCT\s+", "", projection).split(",")
+        }
+        dropped = [
+            v
+            for v in bound
+            if v not in projected
+            and re.search(rf"\(\s*{v}\s*\)", rest)
+            and not re.search(rf"\(\s*{v}\s*[:{{]|\bAS\s+{v}\b", rest, re.I)
+        ]
+        if dropped:
+            at = m.end() + len(re.match(r"\s*(DISTINCT\s+)?", projection, re.I).group(0))
+            edits.append((at, at, ", ".join(dropped) + ", "))
+            notes.append(
+                f"{', '.join(dropped)} was dropped by a WITH and named again after it: passed it on "
+                "(a dropped variable matches anything)"
+            )
+    if not edits:
+        return query, []
+    return apply_edits(query, edits), notes
+
+
+_CONTRADICTED_LEG = re.compile(
+    r"(?is)\bMATCH\s+\(\s*(?P<a>[A-Za-z_]\w*)(?P<arest>\s*(?::\s*`?\w+`?)?\s*(?:\{[^{}]*\})?\s*)\)"
+    r"(?P<leg>\s*<?-\s*\[\s*(?:[A-Za-z_]\w*)?\s*:\s*(?P<t>\w+)\s*\]\s*->?\s*"
+    r"\(\s*(?P<b>[A-Za-z_]\w*)?\s*(?::\s*`?(?P<bl>\w+)`?)?\s*(?:\{[^{}]*\})?\s*\))"
+    r"(?=\s+WHERE\s+NOT\s+(?:EXISTS\s*\{\s*(?:MATCH\s+)?)?\(\s*(?P=a)\s*\)\s*<?-\s*\[\s*:\s*(?P=t)\s*\]\s*->?\s*"
+    r"\(\s*(?::\s*`?(?P<nl>\w+)`?)?\s*\))"
+)
+
+
+def drop_contradicted_leg(query: str) -> tuple[str, list[str]]:
+    """``MATCH (a)-[:T]-(b) WHERE NOT EXISTS { (a)-[:T]-() }`` asks for an ``a`` with a ``T`` neighbour that
+    has none: it can never match. The negation says what is meant ("the ones with no neighbour"), so the
+    required leg goes (``MATCH (a) WHERE NOT ...``). ``(query, notes)``; unchanged when ``b`` is used
+    anywhere else, or the negated end names another label than ``b``."""
+    masked = _blank_strings(query)
+    m = _CONTRADICTED_LEG.search(masked)
+    if m is None:
+        return query, []
+    b, bl, nl = m.group("b"), m.group("bl"), m.group("nl")
+    if bl and nl and bl != nl:
+        return query, []
+    if b and re.search(rf"(?<![\w.`]){b}\b", masked[: m.start("leg")] + masked[m.end("leg") :]):
+        return query, []
+    fixed = query[: m.start("leg")] + query[m.end("leg") :]
+    return fixed, [
+        f"({m.group('a')})-[:{m.group('t')}]-(...) is required by the MATCH and denied by the NOT: "
+        "matched the nodes without it"
+    ]
+
+
+_SINGLE_AGGREGATE = re.compile(
+    r"(?is)\bRETURN\s+(?P<distinct>DISTINCT\s+)?(?P<agg>(?:count|sum|avg|min|max)\s*\(\s*(?:DISTINCT\s+)?"
+    r"(?P<inner>[^()]*(?:\([^()]*\)[^()]*)*)\))(?P<alias>\s+AS\s+\w+)?\s*;?\s*$"
+)
+
+
+def group_by_the_other_node(query: str) -> tuple[str, list[str]]:
+    """For an answer that is a value per group (a dict): ``MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->
+    (o) RETURN count(o)`` gives one total; the one other node variable of the pattern is the group, so
+    it returns ``r.nodeSymbol, count(o)``. ``(query, notes)``; unchanged unless the query ends in exactly one
+    aggregate with no WITH, ORDER BY or LIMIT and exactly one node variable besides the aggregated ones."""
+    masked = _blank_strings(query)
+    m = _SINGLE_AGGREGATE.search(masked)
+    if m is None or re.search(
+        r"\b(WITH|UNWIND|CALL|UNION|ORDER\s+BY|LIMIT)\b|\{\s*(?:OPTIONAL\s+)?MATCH", masked, re.I
+    ):
+        return query, []
+    inner = set(re.findall(r"(?<![\w.$])([A-Za-z_]\w*)", m.group("inner")))
+    nodes = [v for v in dict.fromkeys(_PATTERN_VAR.findall(masked[: m.start()])) if v not in inner]
+    if not inner or len(nodes) != 1:
+        return query, []
+    key = nodes[0]
+    fixed = query[: m.start()] + f"RETURN {key}.{ont.SYMBOL_KEY} AS {key}, {query[m.start('agg') :]}"
+    return fixed, [f"one value per group is asked: grouped {m.group('agg').strip()} by {key}"]
+
+
+def pin_named_member(query: str, named: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The question names one node by symbol (``named``: symbol -> its class) and never names its class on
+    its own, but the query filters on the class (``(l:Object {class: 'light'})`` for "light O237"): the
+    named node is meant, so the filter becomes its symbol. ``(query, notes)``; unchanged when the symbol is
+    in the query already or the class is filtered more than once."""
+    notes: list[str] = []
+    for symbol, cls in named.items():
+        if re.search(rf"'{re.escape(symbol)}'", query):
+            continue
+        value = re.escape(cypher_string(cls))
+        spots = list(
+            re.finditer(rf"(?P<key>\b{ont.CLASS_KEY}\s*:\s*|\.\s*{ont.CLASS_KEY}\s*=\s*){value}", query)
+        )
+        if len(spots) != 1:
+            continue
+        m = spots[0]
+        key = m.group("key").replace(ont.CLASS_KEY, ont.SYMBOL_KEY)
+        query = query[: m.start()] + key + cypher_string(symbol) + query[m.end() :]
+        notes.append(f"the question names {symbol}, not every {cls}: matched {symbol}")
+    return query, notes
