@@ -13,7 +13,7 @@ from scenerag.agents import CypherAgent, CypherAgentConfig
 from scenerag.agents.answer_format import format_rows
 from scenerag.agents.cypher_check import bind_named_classes, check_cypher
 from scenerag.agents.examples import generate_examples
-from scenerag.agents.linking import EntityLinker
+from scenerag.agents.linking import EntityLinker, one_slip
 from scenerag.agents.query_repair import (
     alternatives_in_map,
     carry_dropped_nodes,
@@ -270,6 +270,27 @@ def test_unseen_classes_link_as_absent(store: CypherStore) -> None:
         "MATCH (o:Object {class: 'flora'}) OR (o:Object {class: 'flower'}) RETURN count(DISTINCT o)"
     )
     assert notes and _one(store, fixed) == "0"
+
+
+def test_a_misspelt_class_links_by_one_slip(store: CypherStore) -> None:
+    linker = EntityLinker(store)
+    classes = sorted(
+        str(r["c"])
+        for r in store.query("MATCH (o:Object) RETURN DISTINCT o.class AS c").rows
+        if len(str(r["c"])) >= 6
+    )
+    cls = classes[0]
+    dropped = cls[:2] + cls[3:]  # a letter left out
+    swapped = cls[:2] + cls[3] + cls[2] + cls[4:]  # two neighbours swapped
+    for typo in (dropped, swapped):
+        assert [(link.value, link.how) for link in linker.link(f"Where is the {typo}?")] == [
+            (cls, "spelling")
+        ]
+    assert one_slip("bicyle", "bicycle") and one_slip("hallwya", "hallway") and one_slip("loungge", "lounge")
+    # a changed letter is another word, short words are left alone
+    assert (
+        not one_slip("sitting", "seating") and not one_slip("cable", "table") and not one_slip("bed", "bad")
+    )
 
 
 def test_a_count_of_pairs_counts_the_pairs() -> None:
@@ -777,12 +798,18 @@ def test_a_node_matched_but_never_related_to_the_answer_is_sent_back(store: Cyph
 
 
 def test_one_value_for_a_value_per_group_is_sent_back(store: CypherStore) -> None:
-    total = "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(DISTINCT o)"
+    total = "MATCH (:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(DISTINCT o)"
     per = "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN r.nodeSymbol, count(o)"
     agent, model = scripted_agent(store, [total, per])
     result = agent.run("Number of seats in each hallway?", answer_type="dict")
     assert result.answer and result.answer.startswith("{") and len(model.calls) == 2
     assert "a value per group" in str(model.calls[1].messages[-1].content)
+    # where the pattern names its group, the total is grouped by it without asking again
+    named = total.replace("(:Room", "(r:Room")
+    agent, model = scripted_agent(store, [named, per])
+    again = agent.run("Number of seats in each hallway?", answer_type="dict")
+    assert len(model.calls) == 1 and again.answer and again.answer.startswith("{")
+    assert again.answer.count(":") >= result.answer.count(":")  # every hallway, zeros too
 
 
 def test_a_number_for_a_yes_no_question_is_sent_back(store: CypherStore) -> None:

@@ -1384,8 +1384,8 @@ class CypherAgent:
         examples: Sequence[CypherExample],
     ) -> None:
         """Last resort when no query of the model's ran: the nearest example whose values can be swapped for
-        the question's (:func:`adapt_example`) runs instead; the first that returns rows of the asked shape
-        answers, and the answer says which example it came from."""
+        the question's (:func:`adapt_example`) runs instead; the first that returns rows of the asked shape and
+        layer answers, and the answer says which example it came from."""
         for example in reversed(examples):  # most similar first
             query = adapt_example(example, links, question, self.linker().kind_of)
             if query is None:
@@ -1394,7 +1394,7 @@ class CypherAgent:
             if result is None or not result.rows or shape_mismatch(result, answer_type):
                 continue
             answer = self._format(result, ran or query, question, answer_type)
-            if answer is not None:
+            if answer is not None and self._wrong_layer(question, links, answer) is None:
                 state.result.context["from_example"] = example.question
                 self._accept(state, answer)
                 return

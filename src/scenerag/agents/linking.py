@@ -2,7 +2,8 @@
 
 A mention links to a listed property value (``'wastebin'`` -> ``Object.class = 'trash'``, ``'lounge'`` ->
 ``Room.class = 'lounge'``) or to a node symbol (``'object 79'`` -> ``O79``). Matching, in order: the value
-itself or its plural; the lexicon of everyday object words (data files of :mod:`scenerag.agents.words`, extendable); embedding
+itself or its plural; the lexicon of everyday object words (data files of :mod:`scenerag.agents.words`, extendable); one
+typing slip of a value or lexicon word (a letter left out or doubled, two letters swapped: ``'bicyle'``); embedding
 similarity of the word to the values (when an embedder is given). Symbols are checked against the store.
 The links go into the prompt ("'wastebin' is Object class 'trash'") and mask the question for example
 retrieval, so retrieval matches the question's *shape*, not its nouns.
@@ -41,7 +42,7 @@ class Link:
     label: str
     key: str  # ``class`` (or another listed property) or ``nodeSymbol``
     value: str
-    how: str  # exact, lexicon, embedding, symbol
+    how: str  # exact, lexicon, spelling, embedding, symbol
     symbols: tuple[str, ...] = ()  # nodes with that value (for rooms and other small sets)
     seen: bool = True  # False: a class the perception can name that no node has
     #: other mentions of the question linked to the same value ("cabinets and shelves": both storage)
@@ -255,6 +256,13 @@ class EntityLinker:
             for target in self.lexicon.get(form, ()):
                 if target in vocab.values:
                     return self._value_links(target, word, "lexicon")
+        if len(word) >= _MIN_TYPO_LENGTH and " " not in word:
+            near = {v for v in vocab.values if one_slip(word, v)}
+            near |= {
+                t for k, ts in self.lexicon.items() if one_slip(word, k) for t in ts if t in vocab.values
+            }
+            if len(near) == 1:  # a misspelt value ("bicyle"); two candidates: no guess
+                return self._value_links(near.pop(), word, "spelling")
         return []
 
     def _embedding_links(self, words: list[str]) -> list[Link]:
@@ -285,6 +293,30 @@ class EntityLinker:
             {"s": symbol_spellings(symbol)},
         ).rows
         return str(rows[0]["s"]) if rows else None
+
+
+_MIN_TYPO_LENGTH = 6  # shorter words are too often another real word one letter away
+
+
+def one_slip(word: str, value: str) -> bool:
+    """Whether ``word`` is ``value`` typed with one letter left out, one letter too many, or two neighbouring
+    letters swapped (not a changed letter: "table"/"cable" are both words). Both at least six letters."""
+    a, b = word.lower(), value.lower()
+    if a == b or min(len(a), len(b)) < _MIN_TYPO_LENGTH - 1 or max(len(a), len(b)) < _MIN_TYPO_LENGTH:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if len(long_) - len(short) != 1:
+        return False
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1 :]
 
 
 def mask_question(question: str, links: Iterable[Link]) -> str:
