@@ -404,6 +404,31 @@ def test_pddl_sketch_is_grounded(store: CypherStore, hydra_graph: SceneGraph) ->
     assert result.answer and result.answer.startswith("(safe O") and result.error is None
 
 
+def test_a_description_answered_by_its_scope_grounds_to_the_members_it_holds(store: CypherStore) -> None:
+    where_bike = (
+        "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'bicycle'}) RETURN r.nodeSymbol"
+    )
+    rooms = [str(r["r.nodeSymbol"]) for r in store.query(where_bike).rows]
+    signs = sorted(
+        str(r["s"])
+        for r in store.query(
+            "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'sign'}) WHERE r.nodeSymbol IN $r "
+            "RETURN DISTINCT o.nodeSymbol AS s",
+            {"r": rooms},
+        ).rows
+    )
+    assert rooms and signs
+    # the model keeps answering with the hallway itself (sent back once as the wrong layer, then kept)
+    agent, _ = scripted_agent(
+        store, ["Goal: (safe [sign in the hallway that has the bike in it])"] + [where_bike] * 4
+    )
+    result = agent.run("Inspect the sign in the hallway that has the bike in it.", task="pddl")
+    expected = (
+        f"(safe {signs[0]})" if len(signs) == 1 else "(or " + " ".join(f"(safe {s})" for s in signs) + ")"
+    )
+    assert result.error is None and result.answer == expected
+
+
 def test_pddl_unknown_class_goes_back(store: CypherStore) -> None:
     agent, model = scripted_agent(
         store, ["Cypher: none\nGoal: (holding [piano])", "Cypher: none\nGoal: (holding [bag])"]

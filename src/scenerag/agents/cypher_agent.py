@@ -936,7 +936,7 @@ class CypherAgent:
             doubts.append(("ranking", idle))
         if doubts:
             outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
-            outcome.structural = any(kind in ("layer", "echo") for kind, _ in doubts)
+            outcome.structural = any(kind in ("layer", "echo", "unused", "unrelated") for kind, _ in doubts)
         else:
             outcome.grade = Grade.OK
         return outcome
@@ -1556,7 +1556,34 @@ class CypherAgent:
         symbols = _symbols_of(sub.answer)
         known = self.grounder.known_symbols(set(symbols))
         of_kind = [s for s in symbols if not labels or known.get(s) in labels]
-        return of_kind or [s for s in symbols if s in known]
+        if of_kind or not symbols:
+            return of_kind
+        # the answer is where the described node is ("the sign in the hallway that has the bike": R3): the
+        # members of the phrase's own class that those nodes hold
+        held = self._held_of_head(phrase, [s for s in symbols if s in known], labels)
+        return held or [s for s in symbols if s in known]
+
+    def _held_of_head(self, phrase: str, holders: list[str], labels: Sequence[str]) -> list[str]:
+        """The nodes of the phrase's head class (its first linked class of ``labels``) that ``holders`` hold
+        along CONTAINS; empty when the phrase has no such class."""
+        head = next(
+            (
+                link.value
+                for link in self.linker().link(phrase)
+                if link.key == ont.CLASS_KEY and (not labels or link.label in labels)
+            ),
+            None,
+        )
+        if head is None or not holders:
+            return []
+        rows = self.store.query(
+            f"MATCH (h)-[:{ont.CONTAINS}*]->(n) WHERE h.{ont.SYMBOL_KEY} IN $h AND n.{ont.CLASS_KEY} = $c "
+            f"AND (size($labels) = 0 OR any(l IN labels(n) WHERE l IN $labels)) "
+            f"RETURN DISTINCT n.{ont.SYMBOL_KEY} AS s ORDER BY s",
+            {"h": holders, "c": head, "labels": list(labels)},
+            max_rows=500,
+        ).rows
+        return [str(r["s"]) for r in rows if r.get("s")]
 
     def _holders(self, symbols: list[str], kind: str) -> list[str]:
         """The nodes of ``kind`` that hold ``symbols`` along CONTAINS (two hops at most): "put X where Y is"
@@ -1663,7 +1690,9 @@ class CypherAgent:
             plural = {
                 link.value.lower()
                 for link in links
-                if link.key == ont.CLASS_KEY and _is_plural(link.mention, link.value) and not choice
+                if link.key == ont.CLASS_KEY
+                and (_is_plural(link.mention, link.value) or self._said_of_every(question, link.mention))
+                and not choice
             }
             try:
                 sketch = resolve_sketch(
@@ -1689,6 +1718,15 @@ class CypherAgent:
                 state, attempt, f"That goal does not ground: {state.result.error}.", "reply"
             ):
                 return
+
+    def _said_of_every(self, text: str, mention: str) -> bool:
+        """Whether ``mention`` follows one of the language's ``every_words`` ("every hallway", "each of the
+        rooms"), at most two words before it: every member is meant, though the noun is singular."""
+        for start, _ in self.words.said_spans(text, [mention]):
+            before = " ".join(text[:start].split()[-3:])
+            if self.words.says(before, self.words.every_words):
+                return True
+        return False
 
     def _aligned(self, state: RunState, draft: _Draft, links: Sequence[Link]) -> _Draft:
         """``draft`` with its sketch's classes widened to the descriptions the instruction gives them
