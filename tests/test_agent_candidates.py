@@ -144,6 +144,27 @@ def test_a_refused_plan_goes_back_to_correcting_the_query(store: CypherStore) ->
     assert "does not use it" in model.calls[3].messages[-1].content
 
 
+def test_a_plan_whose_last_step_answers_another_layer_is_refused(store: CypherStore) -> None:
+    light = _one(store, LIGHT_NEAR_BIKE)
+    place_query = f"MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {{nodeSymbol: '{light}'}}) RETURN p.nodeSymbol"
+    question = "Which light is closest to the bike?"
+    agent, model = scripted_agent(
+        store,
+        [
+            "MATCH (l:Object {class: 'light'}) RETURN l.nodeSymbol LIMIT 1",  # ignores the bike: doubted
+            "1. Which light is closest to the bike? 2. Which mesh place is #1 on?",  # a step too many
+            LIGHT_NEAR_BIKE,
+            place_query,
+            LIGHT_NEAR_BIKE,
+        ],
+        plan=True,
+        measure_form=False,
+    )
+    result = agent.run(question, answer_type="string")
+    assert result.context["plan_tried"] and "steps" not in result.context
+    assert sldp_equal(result.answer, light)  # the plan's mesh place is no light: the corrected query answers
+
+
 # -- words ------------------------------------------------------------------------------------------------
 def test_the_language_is_data(tmp_path: Path) -> None:
     words = load_words()

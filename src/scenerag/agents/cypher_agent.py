@@ -559,7 +559,11 @@ class CypherAgent:
             if not symbols:
                 return None
             answers.append(symbols)
-        if result is None or result.answer is None:
+        if (
+            result is None
+            or result.answer is None
+            or self._wrong_layer(question, self.linker().link(question), result.answer) is not None
+        ):  # a last step that answers with another layer than the question asks for answers another question
             if result is not None:
                 earlier.append(result)
             return None
