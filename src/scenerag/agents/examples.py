@@ -827,6 +827,21 @@ def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: st
             f"MATCH (b:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{OB}) WHERE o.class IN kinds "
             "RETURN DISTINCT o.class",
         ),
+        (  # a kind in one and not the other: the kinds to leave out are collected first
+            f"What kinds of {OB.lower()}s are in {r1} but not in {r2}?",
+            f"MATCH (b:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS kinds "
+            f"MATCH (a:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(o:{OB}) WHERE NOT o.class IN kinds "
+            "RETURN DISTINCT o.class",
+        ),
+        (  # the same region as a named node: the region stays bound from one pattern to the next
+            f"Which other {OB.lower()}s are in the same {rl} as {o1}?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(x:{OB} {{nodeSymbol: '{o1}'}}) MATCH (r)-[:CONTAINS*]->(o:{OB}) "
+            "WHERE o <> x RETURN DISTINCT o.nodeSymbol",
+        ),
+        (  # counted per node over the regions that hold it
+            f"Which {OB.lower()}s are in more than one {rl}?",
+            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB}) WITH o, count(DISTINCT r) AS n WHERE n > 1 RETURN o.nodeSymbol",
+        ),
         (
             f"Which {rl} is the {c1} nearest to {o2} in?",
             f"MATCH (x:{OB} {{class: '{c1}'}}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref "
