@@ -133,6 +133,29 @@ def test_a_form_measuring_from_a_class_uses_the_member_the_question_names(
     assert any(f"from: {can}" in note for note in result.context.get("rewrites", []))
 
 
+def test_a_form_finding_the_class_of_its_only_reference_finds_any_other_node(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    """ "what is closest to the bicycle" filled as "find: Object; class: bicycle; from: bicycle": no other
+    bicycle exists, so the nearest node of any class is meant."""
+    (bike,) = symbols_of_class(hydra_graph, "bicycle")
+    echo = (
+        "MATCH (x:Object {class: 'bicycle'}), (ref:Object) WHERE x <> ref "
+        "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1"
+    )
+    form = (
+        "find: Object; class: bicycle; in: -; from: bicycle; from in: -; rank: nearest; within: -; answer: id"
+    )
+    agent, _ = scripted_agent(store, [echo, form, echo, echo])
+    result = agent.run("what object is closest to the bicycle?", answer_type="string")
+    nearest = store.query(
+        "MATCH (o:Object), (b {nodeSymbol: $b}) WHERE o <> b RETURN o.nodeSymbol AS s "
+        "ORDER BY point.distance(o.center, b.center) LIMIT 1",
+        {"b": bike},
+    ).rows[0]["s"]
+    assert result.answer == nearest != bike
+
+
 def test_the_form_is_asked_before_a_plan(store: CypherStore, hydra_graph: SceneGraph) -> None:
     """A plan costs a call per step; the form one short reply: with both allowed, the form goes first and a
     form that holds up leaves no plan to ask for."""

@@ -59,7 +59,7 @@ from scenerag.agents.goal_sketch import (
 )
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
-from scenerag.agents.measure_form import MeasureForms, measures_distance, parse_form
+from scenerag.agents.measure_form import ANY, MeasureForms, measures_distance, parse_form
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
@@ -787,6 +787,13 @@ class CypherAgent:
         ]
         if len(named) == 1:
             form = dataclasses.replace(form, ref=named[0])
+        if (
+            form.cls != ANY
+            and self._own_classes(form.ref) == {form.cls.lower()}
+            and self._only_member(form.ref)
+        ):
+            # "what is closest to the bicycle", the only bicycle: other nodes of any class, not other bicycles
+            form = dataclasses.replace(form, cls=ANY)
         cypher = forms.compile(form)
         if cypher is None:
             return None
@@ -1453,6 +1460,15 @@ class CypherAgent:
             max_rows=2,
         ).rows
         return {str(r["c"]).lower() for r in rows if r.get("c")}
+
+    def _only_member(self, symbol: str) -> bool:
+        """Whether the node ``symbol`` is the only node of its class."""
+        rows = self.store.query(
+            f"MATCH (n), (m) WHERE n.{ont.SYMBOL_KEY} = $s AND m.{ont.CLASS_KEY} = n.{ont.CLASS_KEY} "
+            "RETURN count(DISTINCT m) AS k",
+            {"s": symbol},
+        ).rows
+        return bool(rows) and rows[0].get("k") == 1
 
     def _named_members(self, links: Sequence[Link]) -> dict[str, str]:
         """Nodes the question names by symbol whose class it never names on its own: symbol -> class (read
