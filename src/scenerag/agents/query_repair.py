@@ -780,14 +780,18 @@ _RETURN_TRIP = re.compile(
 )
 
 
+def _without_group(query: str, m: re.Match[str], group: str) -> str:
+    """``query`` without the span of ``m``'s ``group``."""
+    return query[: m.start(group)] + query[m.end(group) :]
+
+
 def drop_return_trip(query: str) -> tuple[str, list[str]]:
     """``(o)<-[:CONTAINS]-(p)-[:CONTAINS]->(o)`` needs two different CONTAINS edges from ``p`` to the same
     ``o`` (there is one): the walk back is dropped. ``(query, notes)``; unchanged when there is none."""
     m = _RETURN_TRIP.search(query)
     if m is None:
         return query, []
-    fixed = query[: m.start("trip")] + query[m.end("trip") :]
-    return fixed, [
+    return _without_group(query, m, "trip"), [
         f"({m.group('x')})<-[:{m.group('t')}]-(...)-[:{m.group('t')}]->({m.group('x')}) walks one edge twice: "
         "dropped the walk back"
     ]
@@ -1397,8 +1401,7 @@ def drop_contradicted_leg(query: str) -> tuple[str, list[str]]:
         return query, []
     if b and re.search(rf"(?<![\w.`]){b}\b", masked[: m.start("leg")] + masked[m.end("leg") :]):
         return query, []
-    fixed = query[: m.start("leg")] + query[m.end("leg") :]
-    return fixed, [
+    return _without_group(query, m, "leg"), [
         f"({m.group('a')})-[:{m.group('t')}]-(...) is required by the MATCH and denied by the NOT: "
         "matched the nodes without it"
     ]
