@@ -148,7 +148,7 @@ def test_a_plan_whose_last_step_answers_another_layer_is_refused(store: CypherSt
     light = _one(store, LIGHT_NEAR_BIKE)
     place_query = f"MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {{nodeSymbol: '{light}'}}) RETURN p.nodeSymbol"
     question = "Which light is closest to the bike?"
-    agent, model = scripted_agent(
+    agent, _ = scripted_agent(
         store,
         [
             "MATCH (l:Object {class: 'light'}) RETURN l.nodeSymbol LIMIT 1",  # ignores the bike: doubted

@@ -429,6 +429,25 @@ def test_a_description_answered_by_its_scope_grounds_to_the_members_it_holds(sto
     assert result.error is None and result.answer == expected
 
 
+def test_a_class_said_through_the_place_that_holds_it_is_no_scope(store: CypherStore) -> None:
+    food, bike_place = (
+        str(v)
+        for v in store.query(
+            "MATCH (f:Object {class: 'food'}), (p:MeshPlace)-[:CONTAINS]->(:Object {class: 'bicycle'}) "
+            "RETURN f.nodeSymbol AS f, p.nodeSymbol AS p LIMIT 1"
+        )
+        .rows[0]
+        .values()
+    )
+    lounge = str(store.query("MATCH (r:Room {class: 'lounge'}) RETURN r.nodeSymbol AS s").rows[0]["s"])
+    goal = f"(and (object-in-place {food} {bike_place}) (in-room {lounge}))"
+    agent, _ = scripted_agent(store, [f"Goal: {goal}"] * 4)  # symbols the instruction never says: kept
+    result = agent.run(
+        "Grab the food, drop it off by the bicycle, and after that go wait in the lounge.", task="pddl"
+    )
+    assert result.error is None and result.answer == goal
+
+
 def test_pddl_unknown_class_goes_back(store: CypherStore) -> None:
     agent, model = scripted_agent(
         store, ["Cypher: none\nGoal: (holding [piano])", "Cypher: none\nGoal: (holding [bag])"]

@@ -23,6 +23,7 @@ from scenerag.agents.query_repair import (
     drop_contradicted_leg,
     drop_idle_sibling,
     drop_return_trip,
+    drop_sql_group_by,
     extreme_in_with,
     group_by_the_other_node,
     holder_classes,
@@ -537,6 +538,34 @@ def test_a_class_filter_for_a_node_named_by_symbol_matches_that_node(store: Cyph
     assert pin_named_member(twice, {symbol: cls}) == (twice, [])
     named = f"MATCH (x:Object {{nodeSymbol: '{symbol}'}}) RETURN x.nodeSymbol"
     assert pin_named_member(named, {symbol: cls}) == (named, [])
+
+
+def test_a_sql_group_by_goes(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH o.class AS kind, count(*) AS n GROUP BY kind "
+        "ORDER BY n DESC LIMIT 1 RETURN kind"
+    )
+    fixed, notes = drop_sql_group_by(query)
+    truth = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH o.class AS kind, count(*) AS n ORDER BY n DESC LIMIT 1 "
+        "RETURN kind"
+    )
+    assert notes and "GROUP" not in fixed and _symbols(store, fixed) == _symbols(store, truth)
+    at_end = "MATCH (o:Object) RETURN o.class, count(*) GROUP BY o.class"
+    assert drop_sql_group_by(at_end)[0] == "MATCH (o:Object) RETURN o.class, count(*)"
+    quoted = "MATCH (o:Object) WHERE o.name = 'group by' RETURN o"
+    assert drop_sql_group_by(quoted) == (quoted, [])
+
+
+def test_rows_of_names_answer_a_yes_no_question_yes(store: CypherStore) -> None:
+    rooms = "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'bed'}) RETURN r.nodeSymbol"
+    agent, _ = scripted_agent(store, [rooms])
+    assert agent.run("Is there a bed anywhere on this floor?", answer_type="string").answer == "yes"
+    none = "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'bed'}) RETURN r.nodeSymbol"
+    agent, _ = scripted_agent(store, [none])
+    assert agent.run("Any beds in the hallways?", answer_type="string").answer == "no"  # "any" opens one
+    agent, _ = scripted_agent(store, [rooms])
+    assert agent.run("Which room has a bed?", answer_type="string").answer != "yes"  # not a yes/no question
 
 
 def test_a_variable_named_as_a_named_class_is_bound(store: CypherStore) -> None:

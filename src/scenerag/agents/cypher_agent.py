@@ -33,7 +33,7 @@ import dataclasses
 import functools
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -76,6 +76,7 @@ from scenerag.agents.query_repair import (
     drop_idle_sibling,
     drop_idle_with,
     drop_return_trip,
+    drop_sql_group_by,
     drop_unnamed_container,
     extreme_in_with,
     group_by_the_other_node,
@@ -929,6 +930,16 @@ class CypherAgent:
             outcome.notes += more
             outcome.answer, more = self._between_named_ends(outcome.answer, question, links, answer_type)
             outcome.notes += more
+        yes_no = answer_type in (None, "string") and self.words.is_yes_no(question)
+        if (
+            yes_no
+            and not mismatch
+            and _symbols_only(result)
+            and not self.words.says(question, self.words.alternative_words)  # "Is R1 a hallway or a lounge?"
+        ):
+            # nodes for "is there a bed anywhere?": something matched, as no rows would say "no"
+            outcome.answer = self.words.yes_no(True)
+            outcome.notes.append("a yes/no question answered by nodes: they exist, so yes")
         if mismatch and answer_type == "string" and self.words.is_yes_no(question):
             mismatch = _YES_NO_KIND  # "string" also holds true/false: the names it suggests are no answer
         if mismatch:
@@ -1139,6 +1150,7 @@ class CypherAgent:
         query = cypher
         if self.config.auto_repair:
             for repair in (
+                drop_sql_group_by,
                 close_open_subqueries,
                 split_subquery_arithmetic,
                 split_subquery_alternatives,
@@ -1785,6 +1797,8 @@ class CypherAgent:
             and (kind := self.domain.kind_of_label(link.label)) is not None
             and kind.name == "object"
             and not any(m.lower() in text for m in (link.value, *link.mentions, *link.symbols))
+            # said by a node the model found that holds it ("drop it off by the bicycle": its place P10247)
+            and not self._holds_any(goal, link.symbols, set(_named_nodes(links)))
         ]
         goal, more = scope_to_named_class(
             goal, list(dict.fromkeys(unused)), self.domain, set(_named_nodes(links)), set(self._widened)
@@ -1794,6 +1808,21 @@ class CypherAgent:
             return draft
         state.result.context.setdefault("rewrites", []).extend(notes)
         return _Draft(draft.cypher, goal)
+
+    def _holds_any(self, goal: str, members: Sequence[str], said: Collection[str] = ()) -> bool:
+        """Whether a symbol of ``goal`` the instruction does not say (``said``) holds one of ``members`` along
+        CONTAINS (two hops at most)."""
+        named = [
+            s for s in re.findall(r"\b[A-Za-z]{1,2}\d+\b", goal) if ont.has_symbol_shape(s) and s not in said
+        ]
+        if not named or not members:
+            return False
+        rows = self.store.query(
+            f"MATCH (h)-[:{ont.CONTAINS}*1..2]->(m) WHERE h.{ont.SYMBOL_KEY} IN $h AND m.{ont.SYMBOL_KEY} IN $m "
+            "RETURN count(*) AS n",
+            {"h": named, "m": list(members)},
+        ).rows
+        return bool(rows and rows[0].get("n"))
 
     def _complement(self, a: _Draft, b: _Draft) -> _Draft | None:
         """``(and a b)`` when one sketch only says what to avoid and the other only what to do ("get to the
@@ -2059,6 +2088,12 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
             "return each group's name beside its value (e.g. r.nodeSymbol, count(o))."
         )
     return None
+
+
+def _symbols_only(result: QueryResult) -> bool:
+    """Whether every cell of ``result`` is a node symbol (no name, number, true/false or position)."""
+    cells = [v for row in result.rows for v in row.values() if v is not None]
+    return bool(cells) and all(isinstance(v, str) and ont.has_symbol_shape(v) for v in cells)
 
 
 def _counted_nothing(result: QueryResult, query: str) -> bool:

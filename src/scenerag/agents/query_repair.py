@@ -1453,3 +1453,21 @@ def pin_named_member(query: str, named: Mapping[str, str]) -> tuple[str, list[st
         query = query[: m.start()] + key + cypher_string(symbol) + query[m.end() :]
         notes.append(f"the question names {symbol}, not every {cls}: matched {symbol}")
     return query, notes
+
+
+_SQL_GROUP_BY = re.compile(
+    r"\s+GROUP\s+BY\s+(?:(?!\b(?:ORDER\s+BY|LIMIT|SKIP|RETURN|WITH|MATCH|WHERE|UNION)\b)[^;])*?"
+    r"(?=\s+(?:ORDER\s+BY|LIMIT|SKIP|RETURN|WITH|MATCH|WHERE|UNION)\b|\s*;?\s*$)",
+    re.I | re.S,
+)
+
+
+def drop_sql_group_by(query: str) -> tuple[str, list[str]]:
+    """SQL's ``GROUP BY kind`` is no Cypher: a ``WITH``/``RETURN`` groups by its plain (non-aggregated) items
+    already, so the clause goes. ``(query, notes)``; unchanged when there is none."""
+    masked = _blank_strings(query)
+    spans = [(m.start(), m.end()) for m in _SQL_GROUP_BY.finditer(masked)]
+    if not spans:
+        return query, []
+    fixed = apply_edits(query, [(a, b, "") for a, b in spans])
+    return fixed, ["GROUP BY is SQL: Cypher groups by the items beside the aggregate, so it was dropped"]
