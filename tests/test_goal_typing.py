@@ -526,6 +526,20 @@ def test_a_described_room_is_no_scope_for_a_class_the_sketch_left_out() -> None:
     assert scoped == "(in-room [seating in R5])" and notes
 
 
+def test_a_described_room_right_after_the_class_is_its_scope(store: CypherStore) -> None:
+    """ "all the decorations in the hallway next to the lounge" sketched as the room: the described room is
+    where the decorations are (said right after them), so the goal is about the decorations in it."""
+    query = (
+        "MATCH (a:Room {class: 'lounge'})-[:ROOM_CONNECTED]-(r:Room {class: 'hallway'})-[:CONTAINS*]->"
+        "(o:Object {class: 'decor'}) RETURN o.nodeSymbol"
+    )
+    decor = sorted(str(r["o.nodeSymbol"]) for r in store.query(query).rows)
+    agent, _ = scripted_agent(store, ["Goal: (all (visited-room [hallway next to lounge]))", query])
+    result = agent.run("Visit all the decorations in the hallway next to the lounge.", task="pddl")
+    assert len(decor) > 1 and result.answer is not None
+    assert goals_equivalent(result.answer, "(and " + " ".join(f"(visited-object {s})" for s in decor) + ")")
+
+
 def test_through_the_agent_a_widened_room_is_no_scope(store: CypherStore) -> None:
     """The room the instruction describes ("the hallway with the bike") is not turned into "[food in ...]"
     (widened phrases are kept for the whole instruction, so a later draft that copies one is judged alike)."""

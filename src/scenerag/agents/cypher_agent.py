@@ -1800,14 +1800,28 @@ class CypherAgent:
             # said by a node the model found that holds it ("drop it off by the bicycle": its place P10247)
             and not self._holds_any(goal, link.symbols, set(_named_nodes(links)))
         ]
+        unused_said = [m for link in links if link.value in unused for m in link.mentions]
+        described = {
+            phrase for phrase in self._widened if not self._said_right_after(question, unused_said, phrase)
+        }
         goal, more = scope_to_named_class(
-            goal, list(dict.fromkeys(unused)), self.domain, set(_named_nodes(links)), set(self._widened)
+            goal, list(dict.fromkeys(unused)), self.domain, set(_named_nodes(links)), described
         )
         notes += more
         if not notes:
             return draft
         state.result.context.setdefault("rewrites", []).extend(notes)
         return _Draft(draft.cypher, goal)
+
+    def _said_right_after(self, text: str, mentions: Sequence[str], phrase: str) -> bool:
+        """Whether ``phrase`` starts at most two words after one of ``mentions`` in ``text`` ("the decorations
+        in the hallway next to the lounge": the described room is where they are, a scope)."""
+        head = phrase.split()[0] if phrase.split() else ""
+        for _, end in self.words.said_spans(text, mentions):
+            after = text[end:].split()[:3]
+            if head and head.lower() in [w.strip(",.").lower() for w in after]:
+                return True
+        return False
 
     def _holds_any(self, goal: str, members: Sequence[str], said: Collection[str] = ()) -> bool:
         """Whether a symbol of ``goal`` the instruction does not say (``said``) holds one of ``members`` along
