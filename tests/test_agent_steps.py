@@ -34,6 +34,7 @@ from scenerag.agents.query_repair import (
     repair_query,
     repair_symbol_layers,
     return_the_neighbour,
+    symbol_for_position,
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
@@ -566,6 +567,21 @@ def test_rows_of_names_answer_a_yes_no_question_yes(store: CypherStore) -> None:
     assert agent.run("Any beds in the hallways?", answer_type="string").answer == "no"  # "any" opens one
     agent, _ = scripted_agent(store, [rooms])
     assert agent.run("Which room has a bed?", answer_type="string").answer != "yes"  # not a yes/no question
+
+
+def test_a_position_returned_for_one_name_becomes_the_node(store: CypherStore) -> None:
+    query = (
+        "MATCH (a:Room {class: 'hallway'}), (b:Room {class: 'lounge'}) RETURN a.center, b.center, "
+        "point.distance(a.center, b.center) ORDER BY point.distance(a.center, b.center) LIMIT 1"
+    )
+    fixed, notes = symbol_for_position(query)
+    truth = (
+        "MATCH (a:Room {class: 'hallway'}), (b:Room {class: 'lounge'}) RETURN a.nodeSymbol "
+        "ORDER BY point.distance(a.center, b.center) LIMIT 1"
+    )
+    assert notes and _symbols(store, fixed) == _symbols(store, truth)
+    aliased = "MATCH (a:Room) RETURN a.center AS c ORDER BY c.x LIMIT 1"
+    assert symbol_for_position(aliased) == (aliased, [])
 
 
 def test_a_variable_named_as_a_named_class_is_bound(store: CypherStore) -> None:

@@ -94,6 +94,7 @@ from scenerag.agents.query_repair import (
     return_the_neighbour,
     split_subquery_alternatives,
     split_subquery_arithmetic,
+    symbol_for_position,
     symbols_as_nodes,
     ternary_to_case,
     unpin_twice_named,
@@ -887,6 +888,9 @@ class CypherAgent:
             notes += more
             if answer_type == "dict":
                 query, more = group_by_the_other_node(query)
+                notes += more
+            if answer_type == "string":  # one name; a set or list may be of positions
+                query, more = symbol_for_position(query)
                 notes += more
             if answer_type in (None, "dict"):
                 query, more = count_every_group(query)

@@ -1471,3 +1471,22 @@ def drop_sql_group_by(query: str) -> tuple[str, list[str]]:
         return query, []
     fixed = apply_edits(query, [(a, b, "") for a, b in spans])
     return fixed, ["GROUP BY is SQL: Cypher groups by the items beside the aggregate, so it was dropped"]
+
+
+_RETURNED_CENTER = re.compile(
+    r"(?is)\bRETURN\s+(?P<distinct>DISTINCT\s+)?(?P<v>[A-Za-z_]\w*)\.center\b(?P<rest>(?:(?!\bORDER\s+BY\b|\bLIMIT\b)"
+    r"[^;])*?)(?=\s+ORDER\s+BY\b|\s+LIMIT\b|\s*;?\s*$)"
+)
+
+
+def symbol_for_position(query: str) -> tuple[str, list[str]]:
+    """For an answer that is one name, ``RETURN a.center, b.center, point.distance(...) ORDER BY ...
+    LIMIT 1`` answers with a position: the node itself is meant (``RETURN a.nodeSymbol``, same order).
+    ``(query, notes)``; unchanged when the returned items name anything the rest of the query uses (``AS``)."""
+    masked = _blank_strings(query)
+    m = _RETURNED_CENTER.search(masked)
+    if m is None or re.search(r"\bAS\b", m.group("rest"), re.I):
+        return query, []
+    v = m.group("v")
+    fixed = query[: m.start()] + f"RETURN {m.group('distinct') or ''}{v}.{ont.SYMBOL_KEY}" + query[m.end() :]
+    return fixed, [f"the answer is a node, not where it is: returned {v}.{ont.SYMBOL_KEY}"]
