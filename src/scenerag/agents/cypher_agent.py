@@ -944,7 +944,7 @@ class CypherAgent:
             # nodes for "is there a bed anywhere?": something matched, as no rows would say "no"
             outcome.answer = self.words.yes_no(True)
             outcome.notes.append("a yes/no question answered by nodes: they exist, so yes")
-        if mismatch and answer_type == "string" and self.words.is_yes_no(question):
+        if mismatch and answer_type == "string" and yes_no:
             mismatch = _YES_NO_KIND  # "string" also holds true/false: the names it suggests are no answer
         if mismatch:
             outcome.grade, outcome.problem = Grade.DOUBTFUL, mismatch  # never the asked kind: structural
