@@ -26,6 +26,7 @@ ACTION_NAMES = {
     "inspect",
     "pickup",
     "placeon",
+    "putdown",
     "open",
     "close",
     "toggleon",
