@@ -186,3 +186,22 @@ def test_an_episode_recovers_from_picking_up_an_object_that_fits_nowhere() -> No
     assert steps[3].refused  # picking the bag straight back up would only undo the putdown
     assert result.success, [(s.action, s.arguments, s.observation[:80]) for s in steps]
     assert "Refused without trying" in steps[3].observation  # it never reached the simulator
+
+
+def test_the_robot_faces_what_it_handles_so_a_placed_object_leaves_its_hand() -> None:
+    """easy_06's kitchen: the tomato is put on a counter beside the robot's camera cone; the robot turns to
+    the counter as it places it, so the next observation no longer shows the tomato in its hand (it did,
+    and the planner was told "I hold Tomato_1" after the tomato was put down)."""
+    episode = HouseholdEpisode.create("single_wall", 0, 290)
+    for action, arguments in (
+        ("search", {"query": "Tomato"}),
+        ("pickup", {"object_id": "Tomato_1"}),
+        ("adjustpositioning", {}),
+        ("placeon", {"receptacle_id": "CounterTop_3"}),
+    ):
+        assert episode.execute(action, arguments).success, action
+    graph, _ = episode.observe()
+    seen = episode.env.discovered["Tomato_1"]
+    assert not seen.held and seen.parent == "CounterTop_3"
+    assert next(iter(graph.nodes(ont.AGENT))).attributes["holding"] != "Tomato_1"
+    assert not any(graph.children(a.symbol, "HOLDS") for a in graph.nodes(ont.AGENT))

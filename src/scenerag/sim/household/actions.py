@@ -315,6 +315,14 @@ def _go_to(env: HouseholdEnv, object_id: str) -> int:
     return place
 
 
+def _face(env: HouseholdEnv, object_id: str) -> None:
+    """Turn the robot towards ``object_id`` (a robot looks at what it handles), so the observation after
+    the action sees the object's new state: the mug it just put on the counter is no longer believed to
+    be in its hand. Held objects are not faced (they are always seen)."""
+    if not env.world.is_held(object_id):
+        env.world.agent.heading = env.world.bearing(object_id)
+
+
 # -- exploration and perception --------------------------------------------------------------------
 @_action(
     "randomlyexplore",
@@ -534,6 +542,7 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
     if (failure := _first_failure(env, "pickup", target)) is not None:
         return failure
     world = env.world
+    _face(env, target)
     holder = world.objects[target].parent
     carried = world.descendants(target)
     world.put(target, None, (0.0, 0.0, 0.0))
@@ -599,6 +608,7 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     world.agent.held = None
     item.state.isPickedUp = False
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Placed {held} {_preposition(env, target)} {target}.")
 
 
@@ -633,6 +643,7 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     obj = env.world.objects[target]
     obj.state.isOpen, obj.state.openness = True, 1.0
     env.focus = target
+    _face(env, target)
     note = ""
     if obj.spec.toggle_requires_closed and obj.state.isToggled:
         obj.state.isToggled = False
@@ -652,6 +663,7 @@ def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     obj = env.world.objects[target]
     obj.state.isOpen, obj.state.openness = False, 0.0
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Closed {target}.")
 
 
@@ -670,6 +682,7 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
         world.objects[obj.controls].state.isToggled = on
         switched.append(obj.controls)
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Switched {' and '.join(switched)} {'on' if on else 'off'}.")
 
 
@@ -715,6 +728,7 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
         return failure
     env.world.objects[target].state.isSliced = True
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Sliced {target} with {held}.")
 
 
@@ -792,6 +806,7 @@ def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
         text = f"{verb} {target} with the {liquid} from {held}; {held} is empty now."
     source.state.isFilledWithLiquid, source.state.fillLiquid = False, None
     env.focus = target
+    _face(env, target)
     return Outcome(True, text)
 
 
