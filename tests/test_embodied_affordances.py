@@ -160,8 +160,9 @@ def test_prompts_never_show_the_affordance_only_attributes() -> None:
 # -- an episode -----------------------------------------------------------------------------------------
 def test_an_episode_recovers_from_picking_up_an_object_that_fits_nowhere() -> None:
     """easy_12 (a potato in the garbage can) among 290 distractors: the scripted model first picks up a
-    garbage bag (as the live model did), sets it down with putdown, may not pick it straight up again
-    (that would undo the putdown), then does the task."""
+    garbage bag (as the live model did), is offered no receptacle for it, sets it down with putdown and
+    does the task; an object set down stays on the menu for pickup (a task object put down by mistake must
+    stay reachable)."""
     probe = HouseholdEnv("l_shape", 0, 290)
     bag = probe.act("search", query="GarbageBag").observation["found"]
     potato = probe.act("search", query="Potato").observation["found"]
@@ -170,8 +171,8 @@ def test_an_episode_recovers_from_picking_up_an_object_that_fits_nowhere() -> No
         [
             act("search", "GarbageBag"),
             act("pickup", bag),
+            act("placeon", "CounterTop_5"),
             act("putdown"),
-            act("pickup", bag),
             act("search", "Potato"),
             act("pickup", potato),
             act("search", "GarbageCan"),
@@ -179,13 +180,16 @@ def test_an_episode_recovers_from_picking_up_an_object_that_fits_nowhere() -> No
         ],
         entities=[{"name": "potato", "attributes": []}, {"name": "garbage can", "attributes": []}],
     )
-    result, _ = run("embodiedrag-feedback", router, "easy_12", distractors=290, max_steps=10)
+    result, _ = run("embodiedrag-feedback", router, "easy_12", distractors=290, max_steps=10, list_calls=True)
     steps = result.trajectory
-    assert [s.action for s in steps[:4]] == ["search", "pickup", "putdown", "pickup"]
-    assert steps[2].ok and "down on the floor" in steps[2].observation
-    assert steps[3].refused  # picking the bag straight back up would only undo the putdown
+    assert [s.action for s in steps[:4]] == ["search", "pickup", "placeon", "putdown"]
+    refused = steps[2].observation  # nothing takes a garbage bag: placeon is not on the menu, putdown is
+    assert steps[2].cause == "invalid_reply" and "'placeon' is not an action you can take now" in refused
+    assert "putdown" in refused
+    assert steps[3].ok and "down on the floor" in steps[3].observation
+    after_putdown = router.prompts[4][-1].content
+    assert f"pickup({bag})" in after_putdown  # the listed calls (--list-calls) offer it again
     assert result.success, [(s.action, s.arguments, s.observation[:80]) for s in steps]
-    assert "Refused without trying" in steps[3].observation  # it never reached the simulator
 
 
 def test_the_robot_faces_what_it_handles_so_a_placed_object_leaves_its_hand() -> None:
