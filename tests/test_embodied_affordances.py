@@ -1,5 +1,5 @@
 """Affordances the object's state or the held object forbid, against the real household simulator: the
-``putdown`` action (a held object that fits no receptacle can always be set down), ``toggleon`` left out
+``drop`` action (a held object that fits no receptacle can always be set down), ``toggleon`` left out
 for a broken object or an appliance that runs only shut while it is open, ``placeon`` offered only for
 receptacles the held object goes in or on, ``slice``/``fillheldobjectwithwater``/``pourwaterinto`` only
 with a held object that can do it; and a scripted episode that recovers from picking up such an object."""
@@ -41,12 +41,12 @@ def _found(episode: HouseholdEpisode, query: str) -> str:
 
 
 # -- the simulator ------------------------------------------------------------------------------------
-def test_putdown_sets_the_held_object_on_the_floor_where_the_robot_stands() -> None:
+def test_drop_sets_the_held_object_on_the_floor_where_the_robot_stands() -> None:
     env = HouseholdEnv("l_shape", 0, 0)
-    assert env.act("putdown").error == "hands_empty"
+    assert env.act("drop").error == "hands_empty"
     assert env.act("search", query="Mug").success and env.act("pickup", object_id="Mug_1").success
     place = env.world.agent.place
-    result = env.act("putdown")
+    result = env.act("drop")
     assert result.success and result.message.startswith(f"Put Mug_1 down on the floor at P{place}")
     mug = env.world.objects["Mug_1"]
     assert env.held is None and mug.parent is None and not mug.state.isPickedUp
@@ -59,7 +59,7 @@ def test_putdown_sets_the_held_object_on_the_floor_where_the_robot_stands() -> N
 
 
 def test_an_object_that_fits_no_receptacle_is_put_down_not_stuck_in_the_hand() -> None:
-    """A garbage bag goes on the floor only: placeon is refused with a message naming putdown, which works."""
+    """A garbage bag goes on the floor only: placeon is refused with a message naming drop, which works."""
     env = HouseholdEnv("l_shape", 0, 290)
     assert CATALOG["GarbageBag"].placeable_in == (FLOOR,)
     bag = env.act("search", query="GarbageBag").observation["found"]
@@ -67,8 +67,8 @@ def test_an_object_that_fits_no_receptacle_is_put_down_not_stuck_in_the_hand() -
     counter = env.act("search", query="CounterTop").observation["found"]
     refused = env.act("placeon", receptacle_id=counter)
     assert refused.error == "incompatible_receptacle"
-    assert "goes on no receptacle" in refused.message and "putdown" in refused.message
-    assert env.act("putdown").success and env.held is None
+    assert "goes on no receptacle" in refused.message and "drop" in refused.message
+    assert env.act("drop").success and env.held is None
 
 
 def test_every_type_lists_only_catalog_receptacles_it_fits() -> None:
@@ -103,16 +103,16 @@ def test_toggleon_is_not_offered_for_a_broken_object() -> None:
     assert menu.calls() == ["toggleon(CellPhone_1)"]
 
 
-def test_placeon_offers_only_receptacles_the_held_object_fits_and_putdown_always() -> None:
+def test_placeon_offers_only_receptacles_the_held_object_fits_and_drop_always() -> None:
     episode = HouseholdEpisode.create("l_shape", 0, 290)
     bag = _found(episode, "GarbageBag")
     assert episode.execute("pickup", {"object_id": bag}).success
     counter = _found(episode, "CounterTop")
     holding_bag = _menu(episode)
-    assert holding_bag.action("placeon") is None and holding_bag.action("putdown") is not None
+    assert holding_bag.action("placeon") is None and holding_bag.action("drop") is not None
     reply = holding_bag.parse(f"Thought: x\nAction: placeon({counter})")
     assert reply.error is not None and "does not go in or on a CounterTop" in reply.error
-    assert episode.execute("putdown", {}).success
+    assert episode.execute("drop", {}).success
     apple = _found(episode, "Apple")
     assert episode.execute("pickup", {"object_id": apple}).success
     holding_apple = _menu(episode)
@@ -132,7 +132,7 @@ def test_slice_is_offered_only_holding_something_that_slices() -> None:
     assert holding_tomato.action("fillheldobjectwithwater") is None  # a tomato holds no water
     reply = holding_tomato.parse(f"Thought: x\nAction: slice({tomato})")
     assert reply.error is not None and "canSlice=true" in reply.error
-    assert episode.execute("putdown", {}).success
+    assert episode.execute("drop", {}).success
     knife = next(o for o in episode.env.world.objects if o.startswith("Knife_"))
     enclosure = episode.env.world.closed_enclosure(knife)
     if enclosure is not None:  # search names the closed drawer the knife is in
@@ -160,7 +160,7 @@ def test_prompts_never_show_the_affordance_only_attributes() -> None:
 # -- an episode -----------------------------------------------------------------------------------------
 def test_an_episode_recovers_from_picking_up_an_object_that_fits_nowhere() -> None:
     """easy_12 (a potato in the garbage can) among 290 distractors: the scripted model first picks up a
-    garbage bag (as the live model did), is offered no receptacle for it, sets it down with putdown and
+    garbage bag (as the live model did), is offered no receptacle for it, sets it down with drop and
     does the task; an object set down stays on the menu for pickup (a task object put down by mistake must
     stay reachable)."""
     probe = HouseholdEnv("l_shape", 0, 290)
@@ -172,7 +172,7 @@ def test_an_episode_recovers_from_picking_up_an_object_that_fits_nowhere() -> No
             act("search", "GarbageBag"),
             act("pickup", bag),
             act("placeon", "CounterTop_5"),
-            act("putdown"),
+            act("drop"),
             act("search", "Potato"),
             act("pickup", potato),
             act("search", "GarbageCan"),
@@ -182,13 +182,13 @@ def test_an_episode_recovers_from_picking_up_an_object_that_fits_nowhere() -> No
     )
     result, _ = run("embodiedrag-feedback", router, "easy_12", distractors=290, max_steps=10, list_calls=True)
     steps = result.trajectory
-    assert [s.action for s in steps[:4]] == ["search", "pickup", "placeon", "putdown"]
-    refused = steps[2].observation  # nothing takes a garbage bag: placeon is not on the menu, putdown is
+    assert [s.action for s in steps[:4]] == ["search", "pickup", "placeon", "drop"]
+    refused = steps[2].observation  # nothing takes a garbage bag: placeon is not on the menu, drop is
     assert steps[2].cause == "invalid_reply" and "'placeon' is not an action you can take now" in refused
-    assert "putdown" in refused
+    assert "drop" in refused
     assert steps[3].ok and "down on the floor" in steps[3].observation
-    after_putdown = router.prompts[4][-1].content
-    assert f"pickup({bag})" in after_putdown  # the listed calls (--list-calls) offer it again
+    after_drop = router.prompts[4][-1].content
+    assert f"pickup({bag})" in after_drop  # the listed calls (--list-calls) offer it again
     assert result.success, [(s.action, s.arguments, s.observation[:80]) for s in steps]
 
 

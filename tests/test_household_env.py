@@ -26,7 +26,7 @@ ACTION_NAMES = {
     "inspect",
     "pickup",
     "placeon",
-    "putdown",
+    "drop",
     "open",
     "close",
     "toggleon",

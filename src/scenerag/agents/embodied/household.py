@@ -114,8 +114,8 @@ HOUSEHOLD = EnvironmentSpec(
 """What the planner is told about the household simulator: its actions, object attributes and rules; every
 object line shows ``isInteractable`` (within reach and not shut in); the walkthrough is an episode of a
 task none of the benchmark's tasks asks for (a book in a drawer); the reversals are the simulator's pairs
-of opposite actions (open/close, toggleon/toggleoff, pickup/placeon; not pickup after putdown: an object set
-down by mistake must stay reachable, and the loop refusals stop a pickup/putdown cycle); answers list new
+of opposite actions (open/close, toggleon/toggleoff, pickup/placeon; not pickup after drop: an object set
+down by mistake must stay reachable, and the loop refusals stop a pickup/drop cycle); answers list new
 discoveries after "Newly discovered:"; each state attribute is paired with the capability flag it needs
 (AI2Thor's); the type facts the preconditions read (``AFFORDANCE_ATTRIBUTES``: what a held object fits in,
 whether it slices, whether an appliance runs only shut) restrict the menu but are not shown."""

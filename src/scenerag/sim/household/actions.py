@@ -591,7 +591,7 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
         return fail(
             "incompatible_receptacle",
             f"a {item.object_type} does not go on/in a {receptacle.object_type}; {where} "
-            "(putdown sets it down on the floor)",
+            "(drop sets it down on the floor)",
         )
     if spec.capacity is not None and len(world.children(target)) >= spec.capacity:
         return fail(
@@ -612,8 +612,8 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     return Outcome(True, f"Placed {held} {_preposition(env, target)} {target}.")
 
 
-@_action("putdown", "Set the held object down on the floor where you stand.", hand="holding")
-def _putdown(env: HouseholdEnv) -> Outcome:
+@_action("drop", "Drop the held object on the floor where you stand.", hand="holding")
+def _drop(env: HouseholdEnv) -> Outcome:
     world = env.world
     held = env.held
     if held is None:
