@@ -415,13 +415,13 @@ def strict_episode(
 
 
 def test_a_failed_action_is_refused_until_something_changes() -> None:
-    """fillheldobjectwithwater fails (an apple holds no water); the same call is then left out of the grammar
-    and, from a model that ignores grammars, refused without reaching the simulator; after the robot has
-    moved it is allowed again."""
+    """fillheldobjectwithwater fails (the mug is held far from any faucet); the same call is then left out of
+    the grammar and, from a model that ignores grammars, refused without reaching the simulator; after the
+    robot has moved it is allowed again."""
     router = Router(
         [
-            act("search", "Apple"),
-            act("pickup", "Apple_1"),
+            act("search", "Mug"),
+            act("pickup", "Mug_1"),
             act("fillheldobjectwithwater"),
             act("fillheldobjectwithwater"),
             act("search", "Fridge"),
@@ -431,7 +431,7 @@ def test_a_failed_action_is_refused_until_something_changes() -> None:
     result, model, episode = strict_episode(router)
     assert result.success and result.steps == 6
     steps = result.trajectory
-    assert steps[2].cause == "not_fillable" and "cannot hold water" in steps[2].observation
+    assert steps[2].cause == "no_water_source" and "no faucet within reach" in steps[2].observation
     assert steps[3].refused and steps[3].cause == "refused_repeat" and result.refused_repeats == 1
     assert (
         "Refused without trying: fillheldobjectwithwater() already failed at step 3" in steps[3].observation
@@ -445,7 +445,7 @@ def test_a_failed_action_is_refused_until_something_changes() -> None:
     assert fill not in (planner[4].grammar or "")  # still the same situation after the refusal
     assert fill in (planner[5].grammar or "")  # moved: same hand, but no longer the same situation
     fourth = router.prompts[3][-1].content
-    assert "3. fillheldobjectwithwater() -> FAILED: Apple_1 (Apple) cannot hold water" in fourth
+    assert "3. fillheldobjectwithwater() -> FAILED: no faucet within reach" in fourth
     assert "4. fillheldobjectwithwater() -> REFUSED: Refused without trying" in router.prompts[4][-1].content
 
 

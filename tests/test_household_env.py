@@ -26,6 +26,7 @@ ACTION_NAMES = {
     "inspect",
     "pickup",
     "placeon",
+    "drop",
     "open",
     "close",
     "toggleon",

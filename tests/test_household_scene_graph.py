@@ -44,6 +44,7 @@ def test_export_matches_what_the_agent_knows() -> None:
             **observed,
             "objectId": object_id,
             "receptacle": env.world.objects[object_id].spec.is_receptacle,
+            **env.world.objects[object_id].spec.affordance_facts(),
         }
         assert None not in node.attributes.values()
         assert node.description and object_id in node.description

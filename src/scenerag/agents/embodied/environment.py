@@ -47,7 +47,9 @@ class ActionParameter:
     ``requires``, each a conjunction of ``(attribute, value)`` pairs (``(("openable", True), ("isOpen",
     False))`` for ``placeon``: a receptacle that opens and is closed takes nothing, a counter that does not
     open always can). ``choices``: the words a ``text`` argument may take (e.g. the object types a search
-    knows; compared ignoring case, spaces and ``_``); empty: any words.
+    knows; compared ignoring case, spaces and ``_``); empty: any words. ``held_fits``: the attribute of the
+    held object that lists the classes the named object may be (``placeon``: ``fitsIn``, the receptacle
+    types the held object goes in or on); "" for no such rule.
     """
 
     name: str
@@ -57,6 +59,16 @@ class ActionParameter:
     requires: tuple[tuple[str, Any], ...] = ()
     choices: tuple[str, ...] = ()
     excludes: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    held_fits: str = ""
+
+    def fits(self, class_name: str | None, held: Mapping[str, Any] | None) -> bool:
+        """Whether an object of class ``class_name`` may be named while the robot holds an object with
+        attributes ``held`` (``held_fits``; True without the rule, False when the held object does not list
+        its classes or the class is unknown)."""
+        if not self.held_fits:
+            return True
+        listed = (held or {}).get(self.held_fits)
+        return class_name is not None and isinstance(listed, (list, tuple)) and class_name in listed
 
     def allows(self, attributes: Mapping[str, Any]) -> bool:
         """Whether an object with ``attributes`` satisfies ``requires`` (a missing attribute does not) and
@@ -76,12 +88,26 @@ class ActionParameter:
 @dataclass(frozen=True, slots=True)
 class ActionSpec:
     """A planner-callable action: its name, what it does (shown to the model), its string arguments and
-    what the robot's hand must hold (``hand``: ``any``, ``empty`` or ``holding`` an object)."""
+    what the robot's hand must hold (``hand``: ``any``, ``empty`` or ``holding`` an object;
+    ``held_requires``: ``(attribute, value)`` pairs the held object must show, e.g. a held knife for
+    ``slice``)."""
 
     name: str
     description: str
     parameters: tuple[ActionParameter, ...] = ()
     hand: HandRule = "any"
+    held_requires: tuple[tuple[str, Any], ...] = ()
+
+    def hand_allows(self, held: Mapping[str, Any] | None) -> bool:
+        """Whether the robot's hand suits the action: ``held`` is the held object's attributes (None: the
+        hand is empty; a missing attribute does not satisfy ``held_requires``)."""
+        if self.hand == "empty":
+            return held is None
+        if self.hand == "holding" and held is None:
+            return False
+        if self.held_requires:
+            return held is not None and all(k in held and held[k] == v for k, v in self.held_requires)
+        return True
 
     def json_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments object (every argument a string)."""
@@ -118,7 +144,8 @@ class EnvironmentSpec:
     the objects the action happened to discover (its tail; the history shows how many instead, and answers
     are compared without it); ``state_capabilities``: ``(state, capability)`` attribute pairs, a state that
     means nothing for an object without the capability (``isOpen`` of an object that does not open), which
-    a task subgraph does not show for such objects."""
+    a task subgraph does not show for such objects; ``hidden_attributes``: attributes object nodes carry
+    for the affordance rules only (``held_fits``, ``held_requires``, ``excludes``), which no prompt shows."""
 
     actions: tuple[ActionSpec, ...]
     attribute_names: tuple[str, ...]
@@ -131,6 +158,7 @@ class EnvironmentSpec:
     reversals: tuple[tuple[str, str], ...] = ()
     discoveries_marker: str = ""
     state_capabilities: tuple[tuple[str, str], ...] = ()
+    hidden_attributes: tuple[str, ...] = ()
 
     def reply_example(self) -> tuple[str, str, str]:
         """``example``, or a generic one naming the first action."""
@@ -155,6 +183,7 @@ class EnvironmentSpec:
         object.__setattr__(self, "attribute_names", tuple(self.attribute_names))
         object.__setattr__(self, "agent_relative_attributes", frozenset(self.agent_relative_attributes))
         object.__setattr__(self, "shown_attributes", tuple(self.shown_attributes))
+        object.__setattr__(self, "hidden_attributes", tuple(self.hidden_attributes))
         object.__setattr__(self, "example", tuple(self.example))
         if self.example and len(self.example) != 3:
             raise EmbodiedConfigError("example is (thought, objects, action call)")

@@ -12,7 +12,11 @@ from collections.abc import Mapping
 from scenerag.agents.embodied.environment import ActionParameter, ActionSpec, EnvironmentSpec
 from scenerag.graph.model import SceneGraph
 from scenerag.sim.household.actions import ACTIONS, ActionResult
-from scenerag.sim.household.attributes import AGENT_RELATIVE_ATTRIBUTES, ATTRIBUTE_NAMES
+from scenerag.sim.household.attributes import (
+    AFFORDANCE_ATTRIBUTES,
+    AGENT_RELATIVE_ATTRIBUTES,
+    ATTRIBUTE_NAMES,
+)
 from scenerag.sim.household.env import HouseholdEnv
 from scenerag.sim.household.scene_graph import SceneGraphDiff, SceneGraphTracker
 from scenerag.sim.household.world import World
@@ -34,10 +38,12 @@ def household_actions() -> tuple[ActionSpec, ...]:
                     p.requires,
                     p.choices,
                     p.excludes,
+                    p.held_fits,
                 )
                 for p in spec.parameters
             ),
             "empty" if spec.hand == "empty" else "holding" if spec.hand == "holding" else "any",
+            spec.held_requires,
         )
         for spec in ACTIONS.values()
     )
@@ -82,6 +88,7 @@ HOUSEHOLD = EnvironmentSpec(
         ("Book_1 is in Drawer_3: the task is complete.", "none", "done()", "The task is complete."),
     ),
     discoveries_marker=" Newly discovered:",
+    hidden_attributes=AFFORDANCE_ATTRIBUTES,
     state_capabilities=(
         ("isToggled", "toggleable"),
         ("isBroken", "breakable"),
@@ -107,8 +114,11 @@ HOUSEHOLD = EnvironmentSpec(
 """What the planner is told about the household simulator: its actions, object attributes and rules; every
 object line shows ``isInteractable`` (within reach and not shut in); the walkthrough is an episode of a
 task none of the benchmark's tasks asks for (a book in a drawer); the reversals are the simulator's pairs
-of opposite actions (open/close, toggleon/toggleoff, pickup/placeon); answers list new discoveries after
-"Newly discovered:"; each state attribute is paired with the capability flag it needs (AI2Thor's)."""
+of opposite actions (open/close, toggleon/toggleoff, pickup/placeon; not pickup after drop: an object set
+down by mistake must stay reachable, and the loop refusals stop a pickup/drop cycle); answers list new
+discoveries after "Newly discovered:"; each state attribute is paired with the capability flag it needs
+(AI2Thor's); the type facts the preconditions read (``AFFORDANCE_ATTRIBUTES``: what a held object fits in,
+whether it slices, whether an appliance runs only shut) restrict the menu but are not shown."""
 
 
 class HouseholdEpisode:

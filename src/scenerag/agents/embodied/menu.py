@@ -29,6 +29,8 @@ MAX_TEXT_CHARS = 40
 MAX_OBJECT_WORDS_CHARS = 30
 MAX_OBJECTS = 3
 LISTED_IDS = 12  # ids named in an error message before "..."
+CLASS_KEY = "class"
+"""The key under which :func:`build_menu`'s ``objects`` may carry an object's class (``held_fits`` rules)."""
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,22 @@ class ActionMenu:
     objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: words the grammar writes at the start of every thought (e.g. the robot's hand), "" for none
     thought_prefix: str = ""
+    #: the held object's attributes (None: the hand is empty or what it holds is unknown)
+    held: Mapping[str, Any] | None = None
 
     def unmet(self, name: str, value: str) -> str:
         """Why action ``name`` cannot take object ``value`` now, in words (``""`` when the menu cannot tell:
-        an unknown action or object): the attribute values its parameter requires that the object lacks, or
-        the state of its ``excludes`` the object shows."""
+        an unknown action or object): what the held object lacks (``held_requires``), the attribute values
+        its parameter requires that the object lacks, the state of its ``excludes`` the object shows, or
+        that the held object does not go in or on it (``held_fits``)."""
         spec = self.specs.get(name)
         known = {i.lower(): i for i in self.objects}.get(value.lower())
         if spec is None or known is None:
             return ""
         attributes = self.objects[known]
+        if self.held is not None and spec.held_requires and not spec.hand_allows(self.held):
+            needs = ", ".join(f"{k}={_word(v)}" for k, v in spec.held_requires)
+            return f"{name} needs a held object with {needs}"
         for parameter in spec.parameters:
             if parameter.kind != "object":
                 continue
@@ -110,6 +118,8 @@ class ActionMenu:
             if state:
                 shows = ", ".join(f"{k}={_word(v)}" for k, v in state)
                 return f"{name} cannot take an object with {shows}, as {known} has"
+            if self.held is not None and not parameter.fits(attributes.get(CLASS_KEY), self.held):
+                return f"the object you hold does not go in or on a {attributes.get(CLASS_KEY, known)}"
         if spec.hand == "empty":
             return f"{name} needs an empty hand"
         if spec.hand == "holding":
@@ -381,6 +391,7 @@ def build_menu(
     thought_chars: int = 160,
     words: Collection[str] | None = None,
     thought_prefix: str = "",
+    held: Mapping[str, Any] | None = None,
 ) -> ActionMenu:
     """The menu of one step.
 
@@ -391,7 +402,10 @@ def build_menu(
     mapped to the message saying why they are refused (their ids are left out of the grammar; the parser
     refuses text-argument repeats); ``words``: where given, a text parameter with a vocabulary offers only
     these of its words (compared by :func:`normalize_text`; e.g. the object types the task is about);
-    ``thought_prefix``: words the grammar writes at the start of the thought. An
+    ``thought_prefix``: words the grammar writes at the start of the thought; ``held``: the held object's
+    attributes (with its class under :data:`CLASS_KEY`), which leave out the actions whose
+    ``held_requires`` it lacks and the objects a ``held_fits`` rule rules out (``objects`` carry their
+    class under :data:`CLASS_KEY` for it); None: no such restriction. An
     action whose required object parameter has no candidate is left out;
     if refusals would leave nothing, they are ignored for the grammar (the parser still refuses them).
     """
@@ -409,6 +423,8 @@ def build_menu(
         offered_specs[name] = spec
         if (spec.hand == "empty" and holding) or (spec.hand == "holding" and not holding):
             continue
+        if holding and held is not None and not spec.hand_allows(held):
+            continue
         choices: list[tuple[str, ...] | None] = []
         usable = True
         for parameter in spec.parameters:
@@ -425,7 +441,12 @@ def build_menu(
                     usable = False
                 choices.append(words)
                 continue
-            ids = tuple(i for i, attributes in objects.items() if parameter.allows(attributes))
+            ids = tuple(
+                i
+                for i, attributes in objects.items()
+                if parameter.allows(attributes)
+                and (held is None or parameter.fits(attributes.get(CLASS_KEY), held))
+            )
             if len(spec.parameters) == 1:
                 ids = _whole(ids, {v[0] for n, v in refused if n == name and v}, str)
             if not ids and parameter.required:
@@ -436,7 +457,9 @@ def build_menu(
             usable = False  # no arguments, or none to give: only the refused bare call is left
         if usable:
             actions.append(MenuAction(spec, tuple(choices), needs_argument=bare_refused))
-    menu = ActionMenu(actions, refused, objects_line, thought_chars, offered_specs, objects, thought_prefix)
+    menu = ActionMenu(
+        actions, refused, objects_line, thought_chars, offered_specs, objects, thought_prefix, held
+    )
     if not actions:
         fallback = build_menu(
             specs,
@@ -446,6 +469,7 @@ def build_menu(
             objects_line=objects_line,
             words=words,
             thought_prefix=thought_prefix,
+            held=held,
         )
         fallback.refused = refused
         fallback.thought_chars = thought_chars

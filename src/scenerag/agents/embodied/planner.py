@@ -46,7 +46,14 @@ from scenerag.agents.embodied.environment import (
     EnvironmentSpec,
 )
 from scenerag.agents.embodied.errors import EmbodiedConfigError
-from scenerag.agents.embodied.menu import ActionMenu, CallKey, build_menu, call_key, normalize_text
+from scenerag.agents.embodied.menu import (
+    CLASS_KEY,
+    ActionMenu,
+    CallKey,
+    build_menu,
+    call_key,
+    normalize_text,
+)
 from scenerag.agents.embodied.pre_retrieval import PreRetrieval, PreRetriever
 from scenerag.agents.embodied.records import EpisodeResult, StepRecord
 from scenerag.agents.embodied.self_query import SELF_QUERY_SOURCE, SelfQuerier
@@ -344,6 +351,18 @@ def hand_words(graph: SceneGraph) -> str:
     return f"I hold {held}; " if held else "My hand is empty; "
 
 
+def held_attributes(graph: SceneGraph) -> dict[str, Any] | None:
+    """The attributes of the object the robot holds, with its class under ``CLASS_KEY``; None when the
+    hand is empty or the held object has no node in ``graph``."""
+    held = _held_id(graph)
+    if held is None:
+        return None
+    for node in graph.nodes(ont.OBJECT):
+        if object_id(node) == held:
+            return {**node.attributes, CLASS_KEY: node.class_name}
+    return None
+
+
 def _held_id(graph: SceneGraph) -> str | None:
     for agent in graph.nodes(ont.AGENT):
         for child in graph.children(agent.symbol, HOLDS):
@@ -591,6 +610,7 @@ class EmbodiedPlanner:
                 always=always,
                 affordances=can,
                 capabilities=dict(self.spec.state_capabilities),
+                exclude=self.spec.hidden_attributes,
             )
             body = "\n".join(lines) if lines else "(none of the discovered objects is relevant yet)"
             return (
@@ -610,7 +630,8 @@ class EmbodiedPlanner:
         relative = self.spec.agent_relative_attributes
         nodes = list(graph.nodes(ont.OBJECT))
         ids = [object_id(n) for n in nodes]
-        lines = list(zip(ids, object_lines(graph, graph, all_attributes=True, exclude=relative), strict=True))
+        hidden = (*relative, *self.spec.hidden_attributes)
+        lines = list(zip(ids, object_lines(graph, graph, all_attributes=True, exclude=hidden), strict=True))
         if order is not None:
             lines = order.order(lines)
         can = menu.affordances() if menu is not None else None
@@ -629,7 +650,7 @@ class EmbodiedPlanner:
         else:
             symbols = [n.symbol for n in graph.nodes(ont.OBJECT)]
         nodes = [graph.node(s) for s in symbols if s in graph]
-        return {object_id(n): dict(n.attributes) for n in nodes}
+        return {object_id(n): {**n.attributes, CLASS_KEY: n.class_name} for n in nodes}
 
     def menu(
         self,
@@ -645,6 +666,7 @@ class EmbodiedPlanner:
             self.actions,
             self.candidates(graph, subgraph),
             holding=_held_id(graph) is not None,
+            held=held_attributes(graph),
             refused=refused,
             objects_line=self.objects_line,
             thought_chars=self.config.thought_chars,
@@ -936,7 +958,9 @@ class EmbodiedPlanner:
                     if retriever is not None:
                         retriever.set_mentions(mention_queries(graph, record.mentions, mention_attributes))
                     if record.full_graph_request and record.ok:
-                        lines = object_lines(graph, graph, all_attributes=True)
+                        lines = object_lines(
+                            graph, graph, all_attributes=True, exclude=self.spec.hidden_attributes
+                        )
                         record.observation = (
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
                         )

@@ -78,7 +78,9 @@ class Parameter:
     ``requires``: the ``(attribute, value)`` pairs an object must show to be a sensible argument (its
     affordance as the robot knows it: ``("openable", True), ("isOpen", False)`` for ``open``);
     ``excludes``: states that rule an object out although it shows ``requires``, each a conjunction of
-    pairs (``placeon``: a receptacle that opens and is closed)."""
+    pairs (``placeon``: a receptacle that opens and is closed); ``held_fits``: the attribute of the held
+    object that lists the classes the argument may be (``placeon``: ``fitsIn``, the receptacle types the
+    held object goes in or on), "" for no such rule."""
 
     name: str
     description: str
@@ -87,18 +89,21 @@ class Parameter:
     requires: tuple[tuple[str, Any], ...] = ()
     choices: tuple[str, ...] = ()  # the words a text argument may take (empty: any)
     excludes: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    held_fits: str = ""  # the held object's attribute listing the classes this argument may be ("" none)
 
 
 @dataclass(frozen=True)
 class ActionSpec:
     """A planner-callable action: ``handler(env, **arguments) -> Outcome``; ``hand``: what the robot's hand
-    must hold for it (``any``, ``empty``, ``holding``)."""
+    must hold for it (``any``, ``empty``, ``holding``); ``held_requires``: ``(attribute, value)`` pairs the
+    held object must show (``slice``: a held object that can slice)."""
 
     name: str
     description: str
     parameters: tuple[Parameter, ...]
     handler: Callable[..., Outcome]
     hand: str = "any"
+    held_requires: tuple[tuple[str, Any], ...] = ()
 
     def json_schema(self) -> dict[str, Any]:
         return {
@@ -137,10 +142,14 @@ def _object(*requires: tuple[str, Any]) -> Parameter:
 
 
 def _action(
-    name: str, description: str, *parameters: Parameter, hand: str = "any"
+    name: str,
+    description: str,
+    *parameters: Parameter,
+    hand: str = "any",
+    held_requires: tuple[tuple[str, Any], ...] = (),
 ) -> Callable[[Callable[..., Outcome]], Callable[..., Outcome]]:
     def register(handler: Callable[..., Outcome]) -> Callable[..., Outcome]:
-        ACTIONS[name] = ActionSpec(name, description, parameters, handler, hand)
+        ACTIONS[name] = ActionSpec(name, description, parameters, handler, hand, held_requires)
         return handler
 
     return register
@@ -304,6 +313,14 @@ def _go_to(env: HouseholdEnv, object_id: str) -> int:
     env.visited_places.add(place)
     env.focus = object_id
     return place
+
+
+def _face(env: HouseholdEnv, object_id: str) -> None:
+    """Turn the robot towards ``object_id`` (a robot looks at what it handles), so the observation after
+    the action sees the object's new state: the mug it just put on the counter is no longer believed to
+    be in its hand. Held objects are not faced (they are always seen)."""
+    if not env.world.is_held(object_id):
+        env.world.agent.heading = env.world.bearing(object_id)
 
 
 # -- exploration and perception --------------------------------------------------------------------
@@ -525,6 +542,7 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
     if (failure := _first_failure(env, "pickup", target)) is not None:
         return failure
     world = env.world
+    _face(env, target)
     holder = world.objects[target].parent
     carried = world.descendants(target)
     world.put(target, None, (0.0, 0.0, 0.0))
@@ -544,6 +562,7 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
         "id of the discovered receptacle, e.g. 'CounterTop_2'",
         requires=(("receptacle", True), ("isPickedUp", False), IN_REACH),
         excludes=(CLOSED,),
+        held_fits="fitsIn",
     ),
     hand="holding",
 )
@@ -568,9 +587,11 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
         return fail("receptacle_closed", f"{target} is closed; open {target} first")
     if receptacle.object_type not in item.spec.placeable_in:
         fits = ", ".join(t for t in item.spec.placeable_in if t in CATALOG)
+        where = f"it fits: {fits}" if fits else "it goes on no receptacle"
         return fail(
             "incompatible_receptacle",
-            f"a {item.object_type} does not go on/in a {receptacle.object_type}; it fits: {fits}",
+            f"a {item.object_type} does not go on/in a {receptacle.object_type}; {where} "
+            "(drop sets it down on the floor)",
         )
     if spec.capacity is not None and len(world.children(target)) >= spec.capacity:
         return fail(
@@ -587,7 +608,25 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     world.agent.held = None
     item.state.isPickedUp = False
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Placed {held} {_preposition(env, target)} {target}.")
+
+
+@_action("drop", "Drop the held object on the floor where you stand.", hand="holding")
+def _drop(env: HouseholdEnv) -> Outcome:
+    world = env.world
+    held = env.held
+    if held is None:
+        return fail("hands_empty", "you are not holding anything; there is nothing to put down")
+    item = world.objects[held]
+    x, y, _ = world.hand_position()
+    world.put(held, None, (x, y, item.extent[2] / 2))
+    world.home_place[held] = world.agent.place
+    world.agent.held = None
+    item.state.isPickedUp = False
+    env.focus = held
+    place = world.places[world.agent.place].symbol
+    return Outcome(True, f"Put {held} down on the floor at {place}.", data={"place": place})
 
 
 @_action(
@@ -604,6 +643,7 @@ def _open(env: HouseholdEnv, object_id: str) -> Outcome:
     obj = env.world.objects[target]
     obj.state.isOpen, obj.state.openness = True, 1.0
     env.focus = target
+    _face(env, target)
     note = ""
     if obj.spec.toggle_requires_closed and obj.state.isToggled:
         obj.state.isToggled = False
@@ -623,6 +663,7 @@ def _close(env: HouseholdEnv, object_id: str) -> Outcome:
     obj = env.world.objects[target]
     obj.state.isOpen, obj.state.openness = False, 0.0
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Closed {target}.")
 
 
@@ -641,13 +682,19 @@ def _switch(env: HouseholdEnv, object_id: str, on: bool) -> Outcome:
         world.objects[obj.controls].state.isToggled = on
         switched.append(obj.controls)
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Switched {' and '.join(switched)} {'on' if on else 'off'}.")
 
 
 @_action(
     "toggleon",
     "Switch on (faucet, stove knob, light switch...).",
-    _object(("toggleable", True), ("isToggled", False), IN_REACH),
+    Parameter(
+        _OBJECT.name,
+        _OBJECT.description,
+        requires=(("toggleable", True), ("isToggled", False), IN_REACH),
+        excludes=((("isBroken", True),), (("runsOnlyClosed", True), ("isOpen", True))),
+    ),
 )
 def _toggleon(env: HouseholdEnv, object_id: str) -> Outcome:
     return _switch(env, object_id, True)
@@ -667,6 +714,7 @@ def _toggleoff(env: HouseholdEnv, object_id: str) -> Outcome:
     "Slice it, holding a knife.",
     _object(("sliceable", True), ("isSliced", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
+    held_requires=(("canSlice", True),),
 )
 def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
     held = env.held
@@ -680,6 +728,7 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
         return failure
     env.world.objects[target].state.isSliced = True
     env.focus = target
+    _face(env, target)
     return Outcome(True, f"Sliced {target} with {held}.")
 
 
@@ -688,6 +737,7 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
     "fillheldobjectwithwater",
     "Fill the held container at a running faucet.",
     hand="holding",
+    held_requires=(("canFillWithLiquid", True), ("isFilledWithLiquid", False)),
 )
 def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
     world = env.world
@@ -723,6 +773,7 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
     "Pour the held liquid into it.",
     _object(("canFillWithLiquid", True), ("isFilledWithLiquid", False), ("isPickedUp", False), IN_REACH),
     hand="holding",
+    held_requires=(("isFilledWithLiquid", True),),
 )
 def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
     world = env.world
@@ -755,6 +806,7 @@ def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
         text = f"{verb} {target} with the {liquid} from {held}; {held} is empty now."
     source.state.isFilledWithLiquid, source.state.fillLiquid = False, None
     env.focus = target
+    _face(env, target)
     return Outcome(True, text)
 
 

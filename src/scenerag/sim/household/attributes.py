@@ -105,3 +105,9 @@ class ObjectState:
 
 
 STATE_ATTRIBUTES: tuple[str, ...] = tuple(f.name for f in fields(ObjectState))
+
+AFFORDANCE_ATTRIBUTES: tuple[str, ...] = ("fitsIn", "canSlice", "runsOnlyClosed")
+"""Type-level facts the robot knows from an object's class and the actions' preconditions read, beyond the
+28 attributes: the receptacle types it goes in or on, whether a held one slices, whether it switches on only
+with its door shut (``ObjectTypeSpec.affordance_facts``). The scene graph carries them on every object node
+so a planner can leave out the calls they forbid; prompts do not show them."""

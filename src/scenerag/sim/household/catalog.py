@@ -65,6 +65,16 @@ class ObjectTypeSpec:
     def is_receptacle(self) -> bool:
         return self.receptacle is not None
 
+    def affordance_facts(self) -> dict[str, Any]:
+        """The type's facts an action's preconditions read beyond the 28 attributes (see
+        ``AFFORDANCE_ATTRIBUTES``): ``fitsIn``, the object types it goes in or on (the floor not counted),
+        ``canSlice`` (a held one slices) and ``runsOnlyClosed`` (it switches on only with its door shut)."""
+        return {
+            "fitsIn": [t for t in self.placeable_in if t != FLOOR],
+            "canSlice": self.can_slice,
+            "runsOnlyClosed": self.toggle_requires_closed,
+        }
+
     def capabilities(self) -> dict[str, Any]:
         """The capability attributes (AI2Thor names) with this type's values."""
         out: dict[str, Any] = {
@@ -471,7 +481,7 @@ DISTRACTOR_TYPES: dict[str, ObjectTypeSpec] = _specs(
     _distractor("AlarmClock", (0.12, 0.06, 0.1), ("Plastic",), ("Shelf", "CounterTop", "DiningTable")),
     _distractor("TeddyBear", (0.25, 0.2, 0.3), ("Fabric",), ("Shelf", FLOOR)),
     _distractor("Pillow", (0.4, 0.4, 0.12), ("Fabric",), (FLOOR,)),
-    _distractor("TennisRacket", (0.68, 0.27, 0.03), ("Plastic",), (FLOOR)),
+    _distractor("TennisRacket", (0.68, 0.27, 0.03), ("Plastic",), _FLOOR_ONLY),
     _distractor("BaseballBat", (0.85, 0.07, 0.07), ("Wood",), _FLOOR_ONLY),
     _distractor("BasketBall", (0.24, 0.24, 0.24), ("Rubber",), _FLOOR_ONLY),
     _distractor("Dumbbell", (0.3, 0.1, 0.1), ("Metal",), _FLOOR_ONLY),

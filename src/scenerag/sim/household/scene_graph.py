@@ -3,7 +3,7 @@
 Contract: ``export_scene_graph(env)`` holds one ``Room`` (``R0``, the kitchen), a ``Place`` per known
 standing point (``P<i>``, ``PLACE_CONNECTED`` within 1.2 m), the ``Agent`` (``A0``, contained by its place,
 ``HOLDS`` its held object) and an ``Object`` per discovered object (``class`` = AI2Thor type, the 28
-attributes plus ``objectId`` and ``receptacle`` as node attributes, values as last observed; a null value
+attributes plus ``objectId``, ``receptacle`` and the type's ``AFFORDANCE_ATTRIBUTES`` as node attributes, values as last observed; a null value
 such as an empty container's ``fillLiquid`` is exported as the string ``"none"`` so that every attribute
 exists as a property in a graph database, where nulls are not stored). Containment is
 ``(receptacle)-[:CONTAINS]->(object)``; top-level objects hang off the place in front of them.
@@ -132,6 +132,7 @@ def export_scene_graph(env: HouseholdEnv) -> SceneGraph:
         obj = world.objects[object_id]
         node_attributes = {k: NONE if v is None else v for k, v in attributes.items()}
         node_attributes.update(objectId=object_id, receptacle=obj.spec.is_receptacle)
+        node_attributes.update(obj.spec.affordance_facts())
         graph.add_node(
             Node(
                 seen.symbol,
