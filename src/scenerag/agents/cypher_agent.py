@@ -519,13 +519,13 @@ class CypherAgent:
         earlier.append(state.finish())
         return plan
 
-    def _dropped_by_plan(self, plan: Plan, question: str) -> list[str]:
-        """What the question names that no step of ``plan`` names any more (by the linker: a mention, one of
+    def _dropped_by_plan(self, plan: Plan, links: Sequence[Link]) -> list[str]:
+        """What the question names (``links``) that no step of ``plan`` names any more (a mention, one of
         its word forms, the value or a member symbol): a plan that loses an entity answers another question."""
         said = " ".join(plan.steps).lower()
         words = set(re.findall(r"[a-z0-9_]+", said))
         dropped = []
-        for link in self.linker().link(question):
+        for link in links:
             forms = {f for m in link.mentions for f in self.words.word_forms(m.lower())} | {
                 link.value.lower()
             }
@@ -542,7 +542,8 @@ class CypherAgent:
         plan = self._plan(question, earlier)
         if plan is None or plan.single or plan_problem(plan, question) is not None:
             return None
-        if self.config.link_entities and self._dropped_by_plan(plan, question):
+        links = self.linker().link(question)
+        if self.config.link_entities and self._dropped_by_plan(plan, links):
             return None
         answers: list[list[str]] = []
         steps: list[dict[str, Any]] = []
@@ -564,7 +565,7 @@ class CypherAgent:
         if (
             result is None
             or result.answer is None
-            or self._wrong_layer(question, self.linker().link(question), result.answer) is not None
+            or self._wrong_layer(question, links, result.answer) is not None
         ):  # a last step that answers with another layer than the question asks for answers another question
             if result is not None:
                 earlier.append(result)
@@ -911,9 +912,9 @@ class CypherAgent:
             outcome.problem = problem
             return outcome
         outcome.result = result
+        yes_no = answer_type in (None, "string") and self.words.is_yes_no(question)
         if not result.rows:
             counts = answer_type == "number" and zero_when_nothing_matches(ran or query)
-            yes_no = self.words.is_yes_no(question) and answer_type in (None, "string")
             outcome.answer = self.words.yes_no(False) if yes_no else ("0" if counts else NOT_FOUND)
             doubts = self._doubts(ran or query, question, links, None)
             if self._names_absent_value(ran or query, links):
@@ -934,7 +935,6 @@ class CypherAgent:
             outcome.notes += more
             outcome.answer, more = self._between_named_ends(outcome.answer, question, links, answer_type)
             outcome.notes += more
-        yes_no = answer_type in (None, "string") and self.words.is_yes_no(question)
         if (
             yes_no
             and not mismatch
@@ -1515,13 +1515,7 @@ class CypherAgent:
         layers = sorted(self.words.layer_words, key=len, reverse=True)
         if self._unlinked_words(phrase, links, layers):
             return None
-        rows = self.store.query(
-            f"MATCH (h)-[:{ont.CONTAINS}*]->(n) WHERE h.{ont.SYMBOL_KEY} = $s AND n.{ont.CLASS_KEY} = $c "
-            f"RETURN DISTINCT n.{ont.SYMBOL_KEY} AS s ORDER BY s",
-            {"s": held[0].value, "c": classes[0].value},
-            max_rows=500,
-        ).rows
-        return [str(r["s"]) for r in rows if r.get("s")]
+        return self._held_members([held[0].value], classes[0].value)
 
     def _named_node(self, phrase: str, links: Sequence[Link]) -> str | None:
         """The one node ``phrase`` names by its symbol, with at most its own class or layer beside it
@@ -1610,13 +1604,18 @@ class CypherAgent:
             ),
             None,
         )
-        if head is None or not holders:
+        return self._held_members(holders, head, labels) if head is not None else []
+
+    def _held_members(self, holders: list[str], cls: str, labels: Sequence[str] = ()) -> list[str]:
+        """The nodes of class ``cls`` (and of one of ``labels``, when given) that ``holders`` hold along
+        CONTAINS, sorted; empty when ``holders`` is."""
+        if not holders:
             return []
         rows = self.store.query(
             f"MATCH (h)-[:{ont.CONTAINS}*]->(n) WHERE h.{ont.SYMBOL_KEY} IN $h AND n.{ont.CLASS_KEY} = $c "
             f"AND (size($labels) = 0 OR any(l IN labels(n) WHERE l IN $labels)) "
             f"RETURN DISTINCT n.{ont.SYMBOL_KEY} AS s ORDER BY s",
-            {"h": holders, "c": head, "labels": list(labels)},
+            {"h": holders, "c": cls, "labels": list(labels)},
             max_rows=500,
         ).rows
         return [str(r["s"]) for r in rows if r.get("s")]
