@@ -76,6 +76,7 @@ def agent_config(args: argparse.Namespace) -> Any:
         vote=args.vote,
         grammar=not args.no_grammar,
         plan=not args.no_plan,
+        compare_form=not args.no_compare_form,
         examples_k=args.examples_k,
     )
 
@@ -204,6 +205,9 @@ def main() -> None:
     parser.add_argument("--vote", default="adaptive", choices=["adaptive", "always"])
     parser.add_argument("--no-grammar", action="store_true", help="decode without the schema grammar")
     parser.add_argument("--no-plan", action="store_true", help="never plan a question in steps")
+    parser.add_argument(
+        "--no-compare-form", action="store_true", help="never fill the compare form (the model's query only)"
+    )
     parser.add_argument("--examples-k", type=int, default=4, help="worked examples retrieved per question")
     parser.add_argument("--process", action="store_true", help="one scenerag ask process per question")
     parser.add_argument("--no-type-hint", action="store_true")

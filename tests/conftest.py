@@ -204,10 +204,16 @@ def scripted_agent(
 ) -> tuple[CypherAgent, ScriptedChatModel]:
     """A Cypher agent over ``store`` whose model replies ``replies`` in turn (no embedder), and the model.
 
-    One candidate per round, no planning and no time budget unless ``cfg`` asks for them, so each reply is
-    one round whatever the machine's load."""
+    One candidate per round, no planning, no compare form and no time budget unless ``cfg`` asks for them,
+    so each reply is one round whatever the machine's load."""
     model = ScriptedChatModel(replies, supports_tools=False)
-    settings: dict[str, Any] = {"candidates": 1, "plan": False, "time_budget_s": None, **cfg}
+    settings: dict[str, Any] = {
+        "candidates": 1,
+        "plan": False,
+        "compare_form": False,
+        "time_budget_s": None,
+        **cfg,
+    }
     return CypherAgent(model, store, CypherAgentConfig(embedder="none", **settings)), model
 
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from scenerag.agents import prompts
 from scenerag.agents.answer_format import NOT_FOUND, format_rows, zero_when_nothing_matches
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
+from scenerag.agents.compare_form import CompareForms, as_asked, compares_two, parse_compare
 from scenerag.agents.cypher_check import bind_named_classes, check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
@@ -157,6 +158,10 @@ class CypherAgentConfig:
     #: the distance form (agentic QA only): when the first round does not hold up and it measured distances,
     #: the model fills slots and the query is built from them (:mod:`scenerag.agents.measure_form`)
     measure_form: bool = True
+    #: the compare form (agentic QA only): when the model's first query (or the nearest worked example)
+    #: compares two values, the model names the two sides and the measure and the query is built from them
+    #: (:mod:`scenerag.agents.compare_form`); its answer is preferred when it holds up
+    compare_form: bool = True
     #: worked examples retrieved into the prompt (0: none); instructions get fewer: the 1.5B model copies
     #: the predicates of whatever examples it sees
     examples_k: int = 4
@@ -276,6 +281,7 @@ class CypherAgent:
         self._linker = linker
         self._planner: Planner | None = None
         self._forms: MeasureForms | None = None
+        self._compare_forms: CompareForms | None = None
         self._phrase_state: RunState | None = None
         self._labels_of_symbols: dict[str, str] = {}  # node labels never change: looked up once per symbol
         self._strings: tuple[frozenset[str], bool] | None = None
@@ -684,6 +690,12 @@ class CypherAgent:
                 more = self._replies(state, min(k, 4) - 1, grammar, greedy=False)  # the prompt is cached
                 fresh += self._evaluate_replies(state, more, question, answer_type, links, seen, flagged)
             rounds.append(fresh)
+            if round_ == 0 and self._compares(fresh, examples) and not self._out_of_time(state):
+                compared = self._answer_by_compare(state, question, answer_type, links)
+                if compared is not None and compared.ok:
+                    # the latest round: it wins a tie with the model's own query, whose sides may be swapped
+                    rounds.append([compared])
+                    break
             best = _vote_rounds(rounds)
             if best is not None and best.ok:
                 break
@@ -757,6 +769,69 @@ class CypherAgent:
             examples and measures_distance(examples[0].cypher)
         )
 
+    def compare_forms(self) -> CompareForms:
+        if self._compare_forms is None:
+            self._compare_forms = CompareForms(self.measure_forms(), self.words)
+        return self._compare_forms
+
+    def _compares(self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample]) -> bool:
+        """Whether the compare form may answer: it is on, and the model's first queries or the nearest worked
+        example compare two values (read off the queries, not the question)."""
+        if not self.config.compare_form or self.config.mode == "feedforward":
+            return False
+        return any(compares_two(o.cypher) for o in outcomes) or bool(
+            examples and compares_two(examples[0].cypher)
+        )
+
+    def _fill_form(self, state: RunState, system: str, user: str, grammar: str, key: str) -> str:
+        """One short greedy reply under a form's ``grammar`` (where the model takes one); its time and reply
+        are kept under ``key`` in the run's context."""
+        mark = time.perf_counter()
+        resp = self.model.chat(
+            [Message.system(system), Message.user(user)],
+            max_tokens=80,
+            stop=["\n"],
+            temperature=0.0,
+            seed=0,
+            grammar=grammar if getattr(self.model, "supports_grammar", False) else None,
+        )
+        state.add_usage(resp.usage)
+        timings = state.result.context.setdefault("timings_s", {})
+        timings[key] = time.perf_counter() - mark
+        reply = resp.message.content.strip()
+        state.result.context[key] = reply
+        return reply
+
+    def _answer_by_compare(
+        self, state: RunState, question: str, answer_type: str | None, links: Sequence[Link]
+    ) -> Outcome | None:
+        """The model fills the compare form (one short call under its grammar) and the query built from it is
+        checked, run and graded like any candidate; None when the model says nothing is compared, or the form
+        names what the graph lacks."""
+        forms = self.compare_forms()
+        self.progress.stage("compare", "the query compares two things: filling the compare form")
+        reply = self._fill_form(
+            state, forms.system, forms.user(question, links), forms.grammar.text, "compare"
+        )
+        form = parse_compare(reply)
+        if form is not None:
+            form = as_asked(form, self._asks_whether(question), answer_type == "number")
+        cypher = forms.compile(form) if form is not None else None
+        if form is None or cypher is None:
+            return None
+        outcome = self._evaluate(state, reply, cypher, question, answer_type, links)
+        outcome.notes.append(f"built from the compare form: {form.render()}")
+        return outcome
+
+    def _asks_whether(self, question: str) -> bool:
+        """Whether ``question`` asks yes or no rather than which of two (by the language's words): it names
+        both answers, or it opens as a yes/no question and offers no alternative ("Is the bed or the bike
+        taller?" asks which)."""
+        words = self.words
+        if all(words.has_any(question, [w]) for w in words.yes_no_answer):
+            return True
+        return words.is_yes_no(question) and not words.says(question, words.alternative_words)
+
     def _answer_by_form(
         self, state: RunState, question: str, answer_type: str | None, links: Sequence[Link]
     ) -> Outcome | None:
@@ -765,20 +840,7 @@ class CypherAgent:
         no distance, or the form names what the graph lacks."""
         forms = self.measure_forms()
         self.progress.stage("form", "the first query did not hold up: filling the distance form")
-        mark = time.perf_counter()
-        resp = self.model.chat(
-            [Message.system(forms.system), Message.user(forms.user(question, links))],
-            max_tokens=80,
-            stop=["\n"],
-            temperature=0.0,
-            seed=0,
-            grammar=forms.grammar.text if getattr(self.model, "supports_grammar", False) else None,
-        )
-        state.add_usage(resp.usage)
-        timings = state.result.context.setdefault("timings_s", {})
-        timings["form"] = time.perf_counter() - mark
-        reply = resp.message.content.strip()
-        state.result.context["form"] = reply
+        reply = self._fill_form(state, forms.system, forms.user(question, links), forms.grammar.text, "form")
         form = parse_form(reply)
         if form is None:
             return None

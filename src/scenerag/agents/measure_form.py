@@ -27,7 +27,7 @@ from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Chars, Grammar, alt, one_of, opt, plus, seq
 from scenerag.store.base import GraphStore
 
-__all__ = ["NONE_FORM", "MeasureForm", "MeasureForms", "measures_distance", "parse_form"]
+__all__ = ["NONE_FORM", "MeasureForm", "MeasureForms", "form_values", "measures_distance", "parse_form"]
 
 NONE_FORM = "find: none"
 ANY = "any"
@@ -63,17 +63,25 @@ class MeasureForm:
         return "; ".join(f"{k}: {v}" for k, v in zip(_KEYS, (*values, self.answer), strict=True))
 
 
-def parse_form(reply: str) -> MeasureForm | None:
-    """The form in ``reply`` (None for ``find: none`` or a reply that is not a whole form)."""
-    text = " ".join(reply.split()).rstrip(".")
-    parts = [p.strip() for p in text.split(";")]
-    if len(parts) != len(_KEYS):
+def form_values(reply: str, keys: Sequence[str]) -> list[str] | None:
+    """The values of a one-line form ``key: value; key: value`` with exactly ``keys`` in order (None when
+    ``reply`` is not such a form)."""
+    parts = [p.strip() for p in " ".join(reply.split()).rstrip(".").split(";")]
+    if len(parts) != len(keys):
         return None
     values: list[str] = []
-    for key, part in zip(_KEYS, parts, strict=True):
+    for key, part in zip(keys, parts, strict=True):
         if not part.lower().startswith(key + ":"):
             return None
         values.append(part[len(key) + 1 :].strip())
+    return values
+
+
+def parse_form(reply: str) -> MeasureForm | None:
+    """The form in ``reply`` (None for ``find: none`` or a reply that is not a whole form)."""
+    values = form_values(reply, _KEYS)
+    if values is None:
+        return None
     find, cls, inside, ref, ref_inside, rank, within, answer = values
     if not find or find.lower() == "none" or not ref or rank not in RANKS or answer not in ANSWERS:
         return None
@@ -122,7 +130,9 @@ class MeasureForms:
         self.grammar = self._grammar()
 
     # -- prompt -----------------------------------------------------------------------------------------
-    def _system(self) -> str:
+    def slots(self) -> dict[str, str]:
+        """Template slots of the forms' worked examples: the graph's words (:func:`plan._slots`), with the
+        leaf and region labels, the class values behind two common classes and a room class, and the layers."""
         slots = dict(_slots(self.store))
         leaf, region = self.roles.leaf or "", self.roles.region or ""
 
@@ -138,6 +148,10 @@ class MeasureForms:
             rcls_val=raw(slots.get("rcls", ""), region),
             layers=", ".join(self.labels),
         )
+        return slots
+
+    def _system(self) -> str:
+        slots = self.slots()
         examples = [
             f"Q: {item['q']}\nForm: {item['form']}"
             for item in fill_templates(self.words.measure_examples, slots)

@@ -94,6 +94,9 @@ class Words:
     #: the distance form's instructions ({layers}) and its example templates ({"q": ..., "form": ...})
     measure_intro: str = ""
     measure_examples: tuple[Mapping[str, str], ...] = ()
+    #: the compare form's instructions ({layers}, {measures}) and its example templates ({"q": ..., "form": ...})
+    compare_intro: str = ""
+    compare_examples: tuple[Mapping[str, str], ...] = ()
     #: how instructions map onto goal predicates (prompt text; {a} {b} {r} are filled with graph values)
     goal_rules: str = ""
     #: instruction -> goal-sketch example templates ({"q": ..., "goal": ...}) of the language
@@ -240,6 +243,8 @@ def _merge(files: Sequence[Path]) -> Words:
             "plan_examples",
             "measure_intro",
             "measure_examples",
+            "compare_intro",
+            "compare_examples",
             "goal_rules",
             "instruction_examples",
             "goal_words",
@@ -290,6 +295,8 @@ def _merge(files: Sequence[Path]) -> Words:
         plan_examples=tuple(dict(e) for e in extra.get("plan_examples") or ()),
         measure_intro=" ".join(str(extra.get("measure_intro", "")).split()),
         measure_examples=_templates(extra.get("measure_examples"), ("q", "form"), files[-1]),
+        compare_intro=" ".join(str(extra.get("compare_intro", "")).split()),
+        compare_examples=_templates(extra.get("compare_examples"), ("q", "form"), files[-1]),
         goal_rules=str(extra.get("goal_rules", "")).strip(),
         instruction_examples=_templates(extra.get("instruction_examples"), ("q", "goal"), files[-1]),
         goal_words={

@@ -31,6 +31,7 @@ class ReferenceModel:
     context_window = 1 << 20
 
     def __init__(self, cypher: str = "", goal: str = "") -> None:
+        from scenerag.agents.compare_form import NONE_COMPARE
         from scenerag.agents.cypher_agent import PDDL_SYSTEM_START, QA_SYSTEM_START
         from scenerag.agents.measure_form import NONE_FORM
         from scenerag.agents.words import load_words
@@ -42,6 +43,7 @@ class ReferenceModel:
         words = load_words()
         self._plan = words.plan_intro[:60]
         self._form, self._no_form = words.measure_intro[:60], NONE_FORM
+        self._compare, self._no_compare = words.compare_intro[:60], NONE_COMPARE
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
@@ -64,6 +66,8 @@ class ReferenceModel:
             text = "one step"
         elif self._form and system.startswith(self._form):
             text = self._no_form  # the reference query is the answer; the form is for a model that missed it
+        elif self._compare and system.startswith(self._compare):
+            text = self._no_compare  # likewise: the model's own comparison stands
         elif system.startswith(self._qa):
             text = self.cypher
         elif system.startswith(self._pddl):

@@ -1,0 +1,186 @@
+"""The compare form: two sides, one measure and what to answer, decoded under a grammar of the live graph and
+compiled to Cypher here. The model fills it when its first query (or the nearest worked example) compares two
+values; a form that holds up is preferred over the model's own query, whose sides a small model swaps."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conftest import hydra_store_fixture, scripted_agent, symbols_of_class
+from scenerag import SceneGraph
+from scenerag.agents.compare_form import (
+    NONE_COMPARE,
+    CompareForm,
+    CompareForms,
+    as_asked,
+    compares_two,
+    parse_compare,
+)
+from scenerag.agents.measure_form import MeasureForms
+from scenerag.agents.words import load_words
+from scenerag.store import CypherStore
+
+SEATS = "compare: lounge; with: {room}; measure: count Object seating; answer: {answer}"
+
+store = hydra_store_fixture("compare")
+
+
+@pytest.fixture(scope="module")
+def forms(store: CypherStore) -> CompareForms:
+    words = load_words()
+    return CompareForms(MeasureForms(store, words), words)
+
+
+def _value(store: CypherStore, query: str | None) -> object:
+    assert query is not None
+    (row,) = store.query(query).rows
+    return next(iter(row.values()))
+
+
+def _by_symbol(store: CypherStore, match: str, value: str, *symbols: str) -> dict[str, float]:
+    """``value`` (an expression of ``o``) for each of ``symbols``, by hand."""
+    rows = store.query(
+        f"{match} WHERE o.nodeSymbol IN $s RETURN o.nodeSymbol AS s, {value} AS v", {"s": list(symbols)}
+    ).rows
+    return {r["s"]: r["v"] for r in rows}
+
+
+def _seats(store: CypherStore, where: str) -> int:
+    return int(
+        store.query(
+            f"MATCH (r:Room) WHERE {where} MATCH (r)-[:CONTAINS*]->(o:Object {{class: 'seating'}}) "
+            "RETURN count(DISTINCT o) AS n"
+        ).rows[0]["n"]
+    )
+
+
+def test_a_form_parses_and_renders_back() -> None:
+    text = SEATS.format(room="R5", answer="more?")
+    form = parse_compare(text)
+    assert form == CompareForm("lounge", "R5", "count Object seating", "more?")
+    assert form.render() == text
+    assert parse_compare(NONE_COMPARE) is None
+    assert parse_compare("compare: lounge; with: R5") is None  # not a whole form
+    assert parse_compare(text.replace("more?", "bigger")) is None  # no such answer
+
+
+def test_the_answer_kind_follows_what_the_question_asks() -> None:
+    form = CompareForm("sign", "storage", "members", "more?")
+    assert as_asked(form, yes_no=False).answer == "larger"  # "more signs or more storage? tell me which"
+    assert as_asked(form, yes_no=True) == form
+    assert as_asked(dataclasses.replace(form, answer="smaller"), yes_no=True).answer == "fewer?"
+    assert as_asked(form, yes_no=False, number=True).answer == "difference"  # "how many more"
+    assert as_asked(dataclasses.replace(form, answer="difference"), yes_no=True).answer == "difference"
+
+
+def test_the_agent_asks_whether_only_without_an_alternative(store: CypherStore) -> None:
+    agent, _ = scripted_agent(store, [])
+    assert agent._asks_whether("Are there more signs than bins?")
+    assert not agent._asks_whether("Are there more signs or more bins? Just tell me which.")
+    assert not agent._asks_whether("Is the bed or the bike taller?")
+    assert agent._asks_whether("Does R5 have more seats than R2 or R3? yes or no")
+
+
+def test_what_compares_two_values_is_read_off_the_query() -> None:
+    assert compares_two("MATCH (a) WITH count(a) AS na MATCH (b) WITH na, count(b) AS nb RETURN na > nb")
+    assert compares_two("MATCH (a) WITH count(a) AS n1 RETURN CASE WHEN n1 > 2 THEN 'x' ELSE 'y' END")
+    assert compares_two(
+        "MATCH (o:Object) WHERE o.nodeSymbol IN ['O1', 'O2'] RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
+    )
+    assert not compares_two(
+        "MATCH (o:Object) WHERE o.center.z > 2 RETURN o.nodeSymbol"
+    )  # a filter, not a comparison
+    assert not compares_two(
+        "MATCH (r:Room)-[:CONTAINS*]->(o) WITH r, count(o) AS n ORDER BY n DESC LIMIT 1 RETURN r"
+    )
+
+
+def test_the_grammar_holds_only_the_graphs_classes_and_measures(forms: CompareForms) -> None:
+    g = forms.grammar
+    assert g.accepts(SEATS.format(room="R5", answer="more?")) and g.accepts(NONE_COMPARE)
+    assert not g.accepts(
+        SEATS.format(room="R5", answer="more?").replace("seating", "toilet")
+    )  # no such class
+    assert not g.accepts(SEATS.format(room="R5", answer="more?").replace("count Object", "count Floor"))
+    assert not g.accepts("compare: kitchen; with: R5; measure: volume; answer: larger")  # no such class
+    shown = [line[len("Form: ") :] for line in forms.system.splitlines() if line.startswith("Form: ")]
+    assert len(shown) >= 7 and all(g.accepts(f) for f in shown)
+
+
+def test_compiled_queries_answer_from_the_graph(
+    forms: CompareForms, store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    lounge, r5 = _seats(store, "r.class = 'lounge'"), _seats(store, "r.nodeSymbol = 'R5'")
+    assert lounge != r5
+    compile_ = forms.compile
+    assert _value(store, compile_(parse_compare(SEATS.format(room="R5", answer="more?")))) is (lounge > r5)  # type: ignore[arg-type]
+    assert _value(store, compile_(parse_compare(SEATS.format(room="R5", answer="fewer?")))) is (lounge < r5)  # type: ignore[arg-type]
+    assert _value(store, compile_(parse_compare(SEATS.format(room="R5", answer="difference")))) == lounge - r5  # type: ignore[arg-type]
+    # "which": a class with one member answers that member's symbol
+    (r1,) = [r["s"] for r in store.query("MATCH (r:Room {class: 'lounge'}) RETURN r.nodeSymbol AS s").rows]
+    larger = _value(store, compile_(parse_compare(SEATS.format(room="R5", answer="larger"))))  # type: ignore[arg-type]
+    assert larger == (r1 if lounge > r5 else "R5")
+    # a class side with many members counts over all of them together
+    hallways = _seats(store, "r.class = 'hallway'")
+    together = compile_(CompareForm("lounge", "hallway", "count Object seating", "more?"))
+    assert _value(store, together) is (lounge > hallways)
+    # members of two classes: the class itself answers
+    sizes = {c: len(symbols_of_class(hydra_graph, c)) for c in ("sign", "storage")}
+    assert sizes["sign"] != sizes["storage"]
+    which = _value(store, compile_(CompareForm("sign", "storage", "members", "larger")))
+    assert which == max(sizes, key=sizes.__getitem__)
+    # one node's measure: volume of the only bed against the only bicycle
+    (bed,), (bike,) = symbols_of_class(hydra_graph, "bed"), symbols_of_class(hydra_graph, "bicycle")
+    vols = _by_symbol(store, "MATCH (o:Object)", "o.bbox_dim[0] * o.bbox_dim[1] * o.bbox_dim[2]", bed, bike)
+    bigger = _value(store, compile_(CompareForm("bed", "bicycle", "volume", "larger")))
+    assert bigger == max(vols, key=vols.__getitem__)
+    # distance from a third node: the only bag, or a symbol; never a class with many members
+    dist = _by_symbol(
+        store, "MATCH (o:Object), (g:Object {class: 'bag'})", "point.distance(o.center, g.center)", bed, bike
+    )
+    nearer = _value(store, compile_(CompareForm(bed, bike, "distance bag", "smaller")))
+    assert nearer == min(dist, key=dist.__getitem__)
+    assert compile_(CompareForm(bed, bike, "distance sign", "smaller")) is None
+    # what the graph lacks, or a node measure of a class with many members, compiles to nothing
+    assert compile_(CompareForm("O999999", "R5", "count Object any", "more?")) is None
+    assert compile_(CompareForm("sign", "bed", "volume", "larger")) is None
+    assert compile_(CompareForm("R5", "R5", "count Object any", "more?")) is None
+    assert compile_(CompareForm("hallway", "R5", "count Object seating", "larger")) is None  # R5 is a hallway
+    assert compile_(CompareForm(bed, bike, "count Object any", "more?")) is None  # objects hold no objects
+
+
+def test_the_agent_prefers_the_form_over_a_query_with_swapped_sides(
+    forms: CompareForms, store: CypherStore
+) -> None:
+    swapped = (
+        "MATCH (r:Room {nodeSymbol: 'R5'}) OPTIONAL MATCH (r)-[:CONTAINS*]->(x:Object {class: 'seating'}) "
+        "WITH count(DISTINCT x) AS na MATCH (l:Room {class: 'lounge'}) "
+        "OPTIONAL MATCH (l)-[:CONTAINS*]->(y:Object {class: 'seating'}) WITH na, count(DISTINCT y) AS nb "
+        "RETURN na > nb"
+    )
+    form = SEATS.format(room="R5", answer="more?")
+    truth = _seats(store, "r.class = 'lounge'") > _seats(store, "r.nodeSymbol = 'R5'")
+    agent, model = scripted_agent(store, [swapped, form], compare_form=True)
+    result = agent.run("does the lounge have more seating than R5?", answer_type="boolean")
+    assert result.answer == ("yes" if truth else "no")
+    assert model.calls[1].messages[0].content == agent.compare_forms().system
+    assert any("compare form" in note for note in result.context.get("rewrites", []))
+    # the model says nothing is compared: its own query stands
+    agent, model = scripted_agent(store, [swapped, NONE_COMPARE], compare_form=True)
+    result = agent.run("does the lounge have more seating than R5?", answer_type="boolean")
+    assert result.answer == ("no" if truth else "yes")
+    assert len(model.calls) == 2
+    # off: never asked
+    agent, model = scripted_agent(store, [swapped], compare_form=False)
+    agent.run("does the lounge have more seating than R5?", answer_type="boolean")
+    assert len(model.calls) == 1
+
+
+def test_a_query_that_compares_nothing_never_asks_for_the_form(store: CypherStore) -> None:
+    agent, model = scripted_agent(
+        store, ["MATCH (o:Object {class: 'seating'}) RETURN count(o)"], compare_form=True
+    )
+    agent.run("How many seats are there?", answer_type="number")
+    assert len(model.calls) == 1
