@@ -1009,3 +1009,42 @@ def test_history_counts_what_a_step_discovered_and_subgraph_lines_skip_meaningle
     full_router = Router([act("search", "Fridge"), act("getvisibleobjects")])
     run("full-mem", full_router, max_steps=2)
     assert "openable=false, isOpen=false" in full_router.prompts[1][-1].content
+
+
+def test_a_full_graph_request_is_refused_until_the_discovered_graph_changes() -> None:
+    """Full-Mem asked getdiscoveredobjects() twelve times in one live episode: a repeat whose answer would be
+    the same (no object discovered or changed since the last request) is refused without reaching the
+    simulator and left out of the grammar; once a search has discovered objects, it is offered and answered
+    again."""
+    calls = [
+        act("getdiscoveredobjects"),
+        act("getdiscoveredobjects"),
+        act("search", "Fridge"),
+        act("getdiscoveredobjects"),
+        act("open", "Fridge_1"),
+    ]
+    router = Router(calls)
+    result, model = run("full-mem", router, max_steps=len(calls))
+    steps = result.trajectory
+    assert [(s.ok, s.refused) for s in steps[:4]] == [
+        (True, False),
+        (False, True),
+        (True, False),
+        (True, False),
+    ]
+    assert steps[1].cause == "refused_repeat" and result.refused_repeats == 1
+    assert "getdiscoveredobjects() at step 1 already listed every discovered object" in steps[1].observation
+    assert "Newly discovered" in steps[2].observation  # the search discovered objects: a new answer
+    assert result.full_graph_requests == 2 and result.success
+    planner = planner_calls(model)
+    assert "act-getdiscoveredobjects" in (planner[0].grammar or "")
+    assert "act-getdiscoveredobjects" not in (planner[1].grammar or "")
+    assert "act-getdiscoveredobjects" not in (planner[2].grammar or "")  # the refusal changed nothing
+    assert "act-getdiscoveredobjects" in (planner[3].grammar or "")
+    assert "getdiscoveredobjects()" in router.prompts[1][-1].content.split("Not possible now", 1)[1]
+
+
+def test_full_graph_repeats_are_allowed_without_known_answer_refusals() -> None:
+    router = Router([act("getdiscoveredobjects"), act("getdiscoveredobjects")])
+    result, _ = run("full-mem", router, max_steps=2, refuse_known_answers=False)
+    assert [s.ok for s in result.trajectory] == [True, True] and result.full_graph_requests == 2

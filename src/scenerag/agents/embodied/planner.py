@@ -139,7 +139,9 @@ class PlannerConfig:
     (Full-Mem and ReAct keep the whole vocabulary); ``refuse_known_answers``: a call that worked and gave
     the same answer as the same call earlier (the answer's "Newly discovered" tail aside), with nothing
     done to objects or the hand in between, is refused wherever the robot stands until something changes
-    (its answer is known: ``search(Plate)`` keeps naming the closed cabinet to open);
+    (its answer is known: ``search(Plate)`` keeps naming the closed cabinet to open), and a full-graph
+    request is refused while no object has been discovered or changed since the last one (its answer is
+    known; the model still chooses what to do instead);
     ``hand_in_thought``: the grammar starts every thought with what the robot holds (``I hold Apple_1; ``
     or ``My hand is empty; ``), so the model reasons from it (a local model's grammar only).
 
@@ -382,6 +384,7 @@ class _Failure:
     loop: bool = False  # worked, but led back to a situation the episode had been in
     undoes: str = ""  # would put back what this earlier call (the robot's last change) did
     same_as: int | None = None  # gave the same answer as at this earlier step, nothing changed since
+    graph_known: bool = False  # a full-graph request: no object discovered or changed since this step
 
 
 @dataclass(frozen=True)
@@ -619,6 +622,13 @@ class EmbodiedPlanner:
             )
         return "Scene graph: not shown (call getdiscoveredobjects to read it).", 0
 
+    def discovered_text(self, graph: SceneGraph) -> str:
+        """The discovered scene as a full-graph request would list it, without the agent-relative attributes
+        (they change whenever the robot moves): equal texts mean no object was discovered or changed in
+        between, so a repeated request would answer nothing new (it is refused, see ``refuse_known_answers``)."""
+        hidden = (*self.spec.agent_relative_attributes, *self.spec.hidden_attributes)
+        return "\n".join(sorted(object_lines(graph, graph, all_attributes=True, exclude=hidden)))
+
     def full_graph_blocks(
         self, graph: SceneGraph, menu: ActionMenu | None = None, order: StableOrder | None = None
     ) -> tuple[str, str, int]:
@@ -810,6 +820,7 @@ class EmbodiedPlanner:
         noops: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature)
         answers: dict[tuple[CallKey, int], tuple[int, str]] = {}  # (call, world) -> first step, answer
         known: dict[tuple[CallKey, int], _Failure] = {}  # by (call, progress signature without place)
+        full_known: tuple[CallKey, str, _Failure] | None = None  # last full-graph answer (key, graph text)
         order = StableOrder()  # Full-Mem: unchanged graph lines first, so the prompt keeps its prefix
         ignore = self.spec.agent_relative_attributes
         undo_on = self.config.refuse_undo and bool(self.spec.reversals)
@@ -862,6 +873,8 @@ class EmbodiedPlanner:
                 ]
                 if self.config.refuse_known_answers:
                     standing += [(k, f) for (k, sig), f in known.items() if sig == world]
+                    if full_known is not None and full_known[1] == self.discovered_text(graph):
+                        standing.append((full_known[0], full_known[2]))
                 if not self.config.refuse_repeats:
                     standing = []
                 if undo_on and last_change is not None:
@@ -963,6 +976,13 @@ class EmbodiedPlanner:
                         )
                         record.observation = (
                             f"Full scene graph ({len(lines)} discovered objects):\n" + "\n".join(lines)
+                        )
+                        full_known = (
+                            key,
+                            self.discovered_text(graph),
+                            _Failure(
+                                step, format_call(record.action, record.arguments), "", graph_known=True
+                            ),
                         )
                     elif record.ok:
                         answer = _answer(record.observation, self.spec.discoveries_marker)
@@ -1077,6 +1097,12 @@ def _answer(observation: str, marker: str) -> str:
 
 
 def _refusal(failure: _Failure) -> str:
+    if failure.graph_known:
+        return (
+            f"Refused without trying: {failure.call} at step {failure.step + 1} already listed every discovered "
+            "object, and none has been discovered or changed since: its answer is known. Choose a different "
+            "action."
+        )
     if failure.same_as is not None:
         return (
             f"Refused without trying: {failure.call} at step {failure.step + 1} gave the same answer as at step "
