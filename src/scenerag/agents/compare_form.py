@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from scenerag.agents.measure_form import ANY, MeasureForms, form_values
 from scenerag.agents.query_repair import cypher_string
 from scenerag.agents.words import Words, fill_templates
-from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Chars, Grammar, alt, one_of, plus, seq
 
@@ -30,7 +29,6 @@ ANSWERS = ("more?", "fewer?", "larger", "smaller", "difference")
 #: measures of one node (a side that is a class must have exactly one member for these)
 NODE_MEASURES = ("volume", "height", "z", "neighbours")
 _KEYS = ("compare", "with", "measure", "answer")
-_SYMBOL = re.compile(r"[A-Za-z]{1,2}\d+")
 _RETURN_COMPARES = re.compile(r"\bRETURN\b(?:(?!\bRETURN\b).)*?[\w\])]\s*(?:>=|<=|>|<)\s*[\w(]", re.I | re.S)
 _CASE = re.compile(r"\bCASE\s+WHEN\b", re.I)
 _PAIR = re.compile(r"\bIN\s*\[\s*'[^']*'\s*,\s*'[^']*'\s*\]", re.I)
@@ -190,8 +188,6 @@ class CompareForms:
             ret = "RETURN va - vb"
         else:
             names = [self._name(side, head) for side in (first, second)]
-            if names[0] is None or names[1] is None:
-                return None
             op = ">" if form.answer == "larger" else "<"
             ret = f"RETURN CASE WHEN va {op} vb THEN {names[0]} ELSE {names[1]} END"
         return " ".join([*parts, ret])
@@ -199,20 +195,7 @@ class CompareForms:
     def _side(self, value: str) -> tuple[str, str] | None:
         """``("symbol", value)`` for a node the graph has, ``(label, value)`` for a class of a layer (the
         region, then the leaf, then the others), None otherwise."""
-        if _SYMBOL.fullmatch(value):
-            try:
-                rows = self.store.query(
-                    f"MATCH (n {{{ont.SYMBOL_KEY}: $s}}) RETURN count(n) AS n", {"s": value}, read_only=True
-                ).rows
-            except SceneRagError:
-                return None
-            return ("symbol", value) if rows and rows[0].get("n") else None
-        roles = self.vocab.roles
-        first = [label for label in (roles.region, roles.leaf) if label in self.vocab.labels]
-        for label in first + [label for label in self.vocab.labels if label not in first]:
-            if value in self.vocab.classes.get(label, []):
-                return (label, value)
-        return None
+        return self.vocab.resolve(value, (self.vocab.roles.region, self.vocab.roles.leaf))
 
     def _nodes(self, side: tuple[str, str]) -> set[str]:
         """The symbols of the nodes ``side`` stands for."""
@@ -238,13 +221,7 @@ class CompareForms:
         return str(labels[0]) if labels else ""
 
     def _members(self, side: tuple[str, str]) -> int:
-        kind, value = side
-        if kind == "symbol":
-            return 1
-        rows = self.store.query(
-            f"MATCH (n:`{kind}` {{{ont.CLASS_KEY}: $c}}) RETURN count(n) AS n", {"c": value}, read_only=True
-        ).rows
-        return int(rows[0]["n"]) if rows else 0
+        return len(self._nodes(side))
 
     def _pattern(self, var: str, side: tuple[str, str]) -> str:
         kind, value = side
@@ -300,17 +277,11 @@ class CompareForms:
             return f"{match} OPTIONAL MATCH ({var})-[:{'|'.join(rels)}]-(n{var}) WITH count(DISTINCT n{var}) AS {out}"
         return None
 
-    def _name(self, side: tuple[str, str], head: str) -> str | None:
+    def _name(self, side: tuple[str, str], head: str) -> str:
         """What a "which of the two" answer names for ``side``: its symbol (a class with one member: that
         member's symbol, read off the node), or the class itself where the measure counts its members."""
         kind, value = side
         if kind == "symbol" or head == "members":
             return cypher_string(value)
-        if self._members(side) == 1:
-            rows = self.store.query(
-                f"MATCH (n:`{kind}` {{{ont.CLASS_KEY}: $c}}) RETURN n.{ont.SYMBOL_KEY} AS s",
-                {"c": value},
-                read_only=True,
-            ).rows
-            return cypher_string(str(rows[0]["s"])) if rows and rows[0].get("s") else None
-        return cypher_string(value)
+        nodes = self._nodes(side)
+        return cypher_string(next(iter(nodes)) if len(nodes) == 1 else value)

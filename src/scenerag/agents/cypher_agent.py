@@ -33,7 +33,7 @@ import dataclasses
 import functools
 import re
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -760,14 +760,22 @@ class CypherAgent:
             self._forms = MeasureForms(self.store, self.words)
         return self._forms
 
-    def _measures(self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample]) -> bool:
-        """Whether the distance form may answer: it is on, and the model's first queries or the nearest
-        worked example measure a distance (read off the queries, not the question)."""
-        if not self.config.measure_form or self.config.mode == "feedforward":
+    def _form_applies(
+        self,
+        on: bool,
+        shape: Callable[[str], bool],
+        outcomes: Sequence[Outcome],
+        examples: Sequence[CypherExample],
+    ) -> bool:
+        """Whether a typed form may answer: it is ``on`` (agentic only), and the model's first queries or the
+        nearest worked example have its ``shape`` (read off the queries, not the question)."""
+        if not on or self.config.mode == "feedforward":
             return False
-        return any(measures_distance(o.cypher) for o in outcomes) or bool(
-            examples and measures_distance(examples[0].cypher)
-        )
+        return any(shape(o.cypher) for o in outcomes) or bool(examples and shape(examples[0].cypher))
+
+    def _measures(self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample]) -> bool:
+        """Whether the distance form may answer: its queries measure a distance."""
+        return self._form_applies(self.config.measure_form, measures_distance, outcomes, examples)
 
     def compare_forms(self) -> CompareForms:
         if self._compare_forms is None:
@@ -775,13 +783,8 @@ class CypherAgent:
         return self._compare_forms
 
     def _compares(self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample]) -> bool:
-        """Whether the compare form may answer: it is on, and the model's first queries or the nearest worked
-        example compare two values (read off the queries, not the question)."""
-        if not self.config.compare_form or self.config.mode == "feedforward":
-            return False
-        return any(compares_two(o.cypher) for o in outcomes) or bool(
-            examples and compares_two(examples[0].cypher)
-        )
+        """Whether the compare form may answer: its queries compare two values."""
+        return self._form_applies(self.config.compare_form, compares_two, outcomes, examples)
 
     def _fill_form(self, state: RunState, system: str, user: str, grammar: str, key: str) -> str:
         """One short greedy reply under a form's ``grammar`` (where the model takes one); its time and reply

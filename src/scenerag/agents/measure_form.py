@@ -35,6 +35,7 @@ NO = "-"
 RANKS = ("nearest", "farthest", "none")
 ANSWERS = ("id", "class", "count", "distance")
 _KEYS = ("find", "class", "in", "from", "from in", "rank", "within", "answer")
+_SYMBOL = re.compile(r"[A-Za-z]{1,2}\d+")
 _DISTANCE = re.compile(r"\bpoint\.distance\s*\(", re.I)
 
 
@@ -231,18 +232,29 @@ class MeasureForms:
             }[form.answer]
         return " ".join([*lines, f"RETURN {value}"])
 
-    def _reference(self, ref: str) -> str | None:
-        """The node pattern ``ref`` (a symbol, or a class of a layer with a centre) names, or None."""
-        if re.fullmatch(r"[A-Za-z]{1,2}\d+", ref):
+    def resolve(self, value: str, prefer: Sequence[str | None] = ()) -> tuple[str, str] | None:
+        """What ``value`` names: ``("symbol", value)`` for a node the graph has, ``(label, value)`` for a class
+        of a layer with a centre (the ``prefer`` layers first, then the others), None otherwise."""
+        if _SYMBOL.fullmatch(value):
             try:
                 rows = self.store.query(
-                    f"MATCH (n {{{ont.SYMBOL_KEY}: $s}}) RETURN count(n) AS n", {"s": ref}, read_only=True
+                    f"MATCH (n {{{ont.SYMBOL_KEY}: $s}}) RETURN count(n) AS n", {"s": value}, read_only=True
                 ).rows
             except SceneRagError:
                 return None
-            return f"(ref {{{ont.SYMBOL_KEY}: {cypher_string(ref)}}})" if rows and rows[0].get("n") else None
-        first = [label for label in (self.roles.leaf, self.roles.region) if label in self.labels]
+            return ("symbol", value) if rows and rows[0].get("n") else None
+        first = [label for label in prefer if label in self.labels]
         for label in first + [label for label in self.labels if label not in first]:
-            if ref in self.classes.get(label, []):
-                return f"(ref:`{label}` {{{ont.CLASS_KEY}: {cypher_string(ref)}}})"
+            if value in self.classes.get(label, []):
+                return (label, value)
         return None
+
+    def _reference(self, ref: str) -> str | None:
+        """The node pattern ``ref`` (a symbol, or a class of a layer with a centre) names, or None."""
+        named = self.resolve(ref, (self.roles.leaf, self.roles.region))
+        if named is None:
+            return None
+        kind, value = named
+        if kind == "symbol":
+            return f"(ref {{{ont.SYMBOL_KEY}: {cypher_string(value)}}})"
+        return f"(ref:`{kind}` {{{ont.CLASS_KEY}: {cypher_string(value)}}})"
