@@ -46,8 +46,10 @@ from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
 from scenerag.agents.examples import CypherExample, ExampleLibrary, GraphRoles, adapt_example, unclash
 from scenerag.agents.goal_sketch import (
+    Named,
     SketchError,
     align_to_verbs,
+    complete_parts,
     end_where_said,
     join_to_relation,
     only_negations,
@@ -1521,10 +1523,18 @@ class CypherAgent:
 
     def _describes_more(self, phrase: str, links: Sequence[Link]) -> bool:
         """Whether ``phrase`` says more than one class name ("box closest to the bag", "chair in R2"): any
-        word left once the linked mention and the language's stop words are taken out, or several links."""
+        word left once the linked mention and the language's stop words are taken out, several links, or a
+        description opener before the linked mention ("object closest to the bicycle")."""
         if len(links) > 1:
             return True
-        return bool(links) and bool(self._unlinked_words(phrase, links))
+        if not links:
+            return False
+        # "object closest to the bicycle": a head (a layer word) related to what is linked after it
+        mentions = [m for link in links for m in link.mentions]
+        for _, end in self.words.said_spans(phrase, self.words.description_openers):
+            if self.words.said_spans(phrase[end:], mentions):
+                return True
+        return bool(self._unlinked_words(phrase, links))
 
     def _unlinked_words(self, phrase: str, links: Sequence[Link], also: Sequence[str] = ()) -> list[str]:
         """The words of ``phrase`` left once the links' mentions, ``also`` and the stop words are out."""
@@ -1843,10 +1853,18 @@ class CypherAgent:
             values = {inner.lower(), *(v.lower() for v in self._class_values(inner))}
             return [m for link in links if link.value.lower() in values for m in link.mentions]
 
-        layers = sorted(self.words.layer_words, key=len, reverse=True)
-        goal, notes, widened = widen_to_descriptions(
-            draft.goal, question, mentions, self.words, layers=layers
+        goal, notes = complete_parts(
+            draft.goal,
+            question,
+            self._named(links),
+            self.domain,
+            self.words,
+            canonical=self._class_values,
+            holds=lambda symbols, members: self._holds_any(" ".join(symbols), members),
         )
+        layers = sorted(self.words.layer_words, key=len, reverse=True)
+        goal, more, widened = widen_to_descriptions(goal, question, mentions, self.words, layers=layers)
+        notes += more
         self._widened.update(widened)
         goal, more = sequence_as_and(goal, question, self.words)
         notes += more
@@ -1880,6 +1898,23 @@ class CypherAgent:
             return draft
         state.result.context.setdefault("rewrites", []).extend(notes)
         return _Draft(draft.cypher, goal)
+
+    def _named(self, links: Sequence[Link]) -> list[Named]:
+        """The things ``links`` name that a goal can take as arguments (for :func:`complete_parts`)."""
+        out = []
+        for link in links:
+            if not link.seen:
+                continue
+            if link.key == ont.SYMBOL_KEY:
+                kind = self.domain.kind_of_symbol(link.value)
+                argument, symbols = link.value, (link.value,)
+            else:
+                spec = self.domain.kind_of_label(link.label)
+                kind = spec.name if spec is not None else None
+                argument, symbols = f"[{link.value}]", link.symbols
+            if kind is not None:
+                out.append(Named(link.mentions, argument, kind, tuple(symbols)))
+        return out
 
     def _said_right_after(self, text: str, mentions: Sequence[str], phrase: str) -> bool:
         """Whether ``phrase`` starts at most two words after one of ``mentions`` in ``text`` ("the decorations

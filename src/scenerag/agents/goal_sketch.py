@@ -31,9 +31,11 @@ from scenerag.lang.gbnf import Grammar, Node
 from scenerag.lang.pddl_goal import Constant, GoalDomain, goals_equivalent, parse_goal
 
 __all__ = [
+    "Named",
     "SketchError",
     "SketchResult",
     "align_to_verbs",
+    "complete_parts",
     "end_where_said",
     "join_to_relation",
     "only_negations",
@@ -338,10 +340,16 @@ def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, l
     """``sketch`` with a top-level ``or`` made an ``and`` when the instruction asks for things in turn (the
     language's ``sequence_words``: "first stop by the food, then end up at the bike") and offers no choice
     (no ``choice_words`` or ``alternative_words``): a sequence asks for every part, the PDDL goal for all of
-    them. Unchanged otherwise, with a note when changed."""
+    them. An ``or`` with a part that only avoids is an ``and`` whatever the words: the avoidance alone holds
+    before the robot moves, so the choice would ask for nothing. Unchanged otherwise, with a note when
+    changed."""
     tree = _parsed(sketch)
     if not isinstance(tree, list) or len(tree) < 3 or str(tree[0]).lower() != "or":
         return sketch, []
+    if any(isinstance(part, list) and not _has_positive(part) for part in tree[1:]):
+        # (or (holding X) (not (visited-object Y))) holds before the robot moves: the avoidance is a condition
+        out = _unparse(["and", *tree[1:]])
+        return out, [f"{sketch} -> {out}: a choice with an avoidance holds before the robot moves"]
     if not words.says(instruction, words.sequence_words):
         return sketch, []
     if words.says(instruction, (*words.choice_words, *words.alternative_words)):
@@ -413,6 +421,104 @@ def end_where_said(
     before = _unparse(atom)
     atom[0] = member
     return _unparse(tree), [f"{before} -> {_unparse(atom)}: the instruction says to end there"]
+
+
+@dataclass(frozen=True)
+class Named:
+    """One thing an instruction names, for :func:`complete_parts`: how it is said (``mentions``), the sketch
+    argument that means it (a symbol, or ``[class]``), its argument kind, and the nodes it names."""
+
+    mentions: tuple[str, ...]
+    argument: str
+    kind: str
+    symbols: tuple[str, ...] = ()
+
+
+def complete_parts(
+    sketch: str,
+    instruction: str,
+    named: Sequence[Named],
+    domain: GoalDomain,
+    words: Words,
+    *,
+    canonical: Callable[[str], Collection[str]] = lambda _: (),
+    holds: Callable[[list[str], list[str]], bool] = lambda _a, _b: False,
+) -> tuple[str, list[str]]:
+    """``sketch`` joined with what it leaves out of the instruction: a part of the instruction (between the
+    language's ``part_words`` or punctuation) that says a goal word and names something, none of which the
+    sketch covers, adds that thing under the word's predicate ("inspect the bike, then wait in the lounge"
+    sketched ``(safe [bicycle])``: ``(in-room [lounge])`` joins it; a part saying a ``not`` word adds a
+    negation). A thing is covered when the sketch has its symbol, a symbol that holds it (``holds(sketch
+    symbols, its symbols)``), or a bracket that says it (``canonical``: a bracket's text -> the class values it
+    names). Unchanged, with no note, when the sketch offers a choice (a top-level ``or``, or the instruction
+    says ``alternative_words``), binds ``?x`` from a query or names a node that nothing of
+    the instruction accounts for (a node the model found: which part it serves is unknown)."""
+    tree = _parsed(sketch)
+    if tree is None or "?" in sketch or str(tree[0]).lower() == "or" or not named:
+        return sketch, []
+    if words.says(instruction, words.alternative_words):
+        return sketch, []
+    tokens = [t for t in _TOKEN.findall(sketch) if t not in "()"]
+    symbols = [t for t in tokens if ont.has_symbol_shape(t)]
+    brackets = [t[1:-1].strip().lower() for t in tokens if t.startswith("[")]
+
+    def covered(thing: Named) -> bool:
+        if thing.argument in symbols or set(thing.symbols) & set(symbols):
+            return True
+        said = [m.lower() for m in thing.mentions] + [thing.argument.strip("[]").lower()]
+        for text in brackets:
+            values = {v.lower() for v in canonical(text)}
+            if thing.argument.strip("[]").lower() in values or any(
+                words.said_spans(text, [m]) for m in said if m
+            ):
+                return True
+        return bool(thing.symbols) and holds(symbols, list(thing.symbols))
+
+    accounted = {s for t in named for s in (t.argument, *t.symbols)}
+    loose = [s for s in symbols if s not in accounted and not any(holds([s], list(t.symbols)) for t in named)]
+    if loose:
+        return sketch, []
+    table = words.goal_words
+    edges = sorted(
+        [(m.start(), m.end()) for m in _BREAK.finditer(instruction)]
+        + words.said_spans(instruction, words.part_words)
+    )
+    cuts = [0, *[c for span in edges for c in span], len(instruction)]
+    parts = [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts) - 1, 2) if cuts[i] < cuts[i + 1]]
+    added: list[list] = []
+    notes: list[str] = []
+    for start, end in parts:
+        text = instruction[start:end]
+        here = sorted(
+            (s, thing) for thing in named for s, _ in words.said_spans(text, [m for m in thing.mentions if m])
+        )
+        if not here or any(covered(thing) for _, thing in here):
+            continue
+        at, thing = here[0]
+        said = [
+            (s, key)
+            for key in words.said_keys(text, table)
+            for s, _ in words.said_spans(text, table[key])
+            if s < at
+        ]
+        keys = {key for _, key in said}
+        verbs = sorted(said, key=lambda x: x[0])
+        positive = [key for _, key in verbs if key != "not"]
+        key = positive[-1] if positive else ("visited" if "not" in keys else None)
+        if key is None:
+            continue
+        member = domain.families[key].get(thing.kind) if key in domain.families else key
+        if member is None or domain.predicates.get(member) != (thing.kind,):
+            continue
+        atom: list = [member, thing.argument]
+        if "not" in keys:
+            atom = ["not", atom]
+        added.append(atom)
+        notes.append(f"{_unparse(atom)} added: the instruction asks for it ({text.strip()!r})")
+    if not added:
+        return sketch, []
+    body = tree[1:] if str(tree[0]).lower() == "and" else [tree]
+    return _unparse(["and", *body, *added]), notes
 
 
 def _names_of(arg: str, mentions: Callable[[str], Sequence[str]]) -> list[str]:

@@ -77,6 +77,9 @@ class Words:
     #: words besides ``negation_words`` that may ask for a pattern not to hold ("no", "other", "except")
     exclusion_words: tuple[str, ...] = ()
     clause_words: tuple[str, ...] = ()
+    #: words between the parts of an instruction that each ask for something ("inspect the bike, *then*
+    #: wait in the lounge"; "grab the food *but* keep away from the bed")
+    part_words: tuple[str, ...] = ()
     #: word -> the ontology labels it names ("mesh place" -> ("MeshPlace",)); () for a word naming any node
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     floors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -218,6 +221,7 @@ _LISTS = (
     "nearness_words",
     "via_words",
     "clause_words",
+    "part_words",
     "answer_words",
     "mass_nouns",
     "mass_noun_endings",
@@ -283,6 +287,7 @@ def _merge(files: Sequence[Path]) -> Words:
         nearness_words=tuple(lists.get("nearness_words", ())),
         via_words=tuple(lists.get("via_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
+        part_words=tuple(lists.get("part_words", ())),
         layer_words=layers,
         floors=floors,
         answer_words=tuple(lists.get("answer_words", ())),
