@@ -98,3 +98,38 @@ def test_the_only_member_of_a_named_class_given_back_is_sent_back(
     many = "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
     agent, model = scripted_agent(store, [many])
     assert agent.run("Which sign hangs highest?", answer_type="string").answer and len(model.calls) == 1
+
+
+def test_drop_class_filter_takes_out_only_the_named_class_filter() -> None:
+    from scenerag.agents.query_repair import drop_class_filter
+
+    q = "MATCH (x:Object {class: 'seating'}), (r:Object {nodeSymbol: 'O285'}) WHERE x <> r RETURN x.class"
+    assert drop_class_filter(q, ["seating"])[0] == (
+        "MATCH (x:Object), (r:Object {nodeSymbol: 'O285'}) WHERE x <> r RETURN x.class"
+    )
+    q = "MATCH (x:Object) WHERE x.class = 'seating' AND x.center.z > 1 RETURN x"
+    assert drop_class_filter(q, ["seating"])[0] == "MATCH (x:Object) WHERE x.center.z > 1 RETURN x"
+    assert drop_class_filter("MATCH (x:Object) WHERE x.class = 'box' RETURN x", ["box"])[0] == (
+        "MATCH (x:Object) RETURN x"
+    )
+    # used another way: left alone
+    q = "MATCH (x:Object) WHERE x.class IN ['seating'] RETURN x"
+    assert drop_class_filter(q, ["seating"]) == (q, [])
+
+
+def test_a_class_filter_the_question_never_names_goes_when_written_again(store: CypherStore) -> None:
+    """A filter copied from a worked example: sent back once; written again, the query runs without it when
+    that holds up, and a class the question does name stays."""
+    copied = (
+        "MATCH (x:Object {class: 'seating'}), (ref:Object {nodeSymbol: 'O285'}) WHERE x <> ref "
+        "WITH x ORDER BY point.distance(x.center, ref.center) LIMIT 1 RETURN x.class"
+    )
+    agent, _ = scripted_agent(store, [copied, copied], measure_form=False)
+    result = agent.run("What sort of object is closest to the bag?", answer_type="string")
+    truth = store.query(copied.replace(" {class: 'seating'}", "")).rows[0]["x.class"]
+    assert truth != "seating" and result.answer == truth
+    assert any("dropped the filter on 'seating'" in n for n in result.context.get("rewrites", []))
+    agent, _ = scripted_agent(store, [copied], measure_form=False)
+    assert agent.run("Which seat is closest to the bag? What class is it?", answer_type="string").answer == (
+        "seating"
+    )

@@ -75,6 +75,7 @@ from scenerag.agents.query_repair import (
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
+    drop_class_filter,
     drop_contradicted_leg,
     drop_idle_sibling,
     drop_idle_with,
@@ -927,12 +928,43 @@ class CypherAgent:
                 and outcome.grade in (Grade.EMPTY, Grade.DOUBTFUL)
                 and state.hints.get("insist", True)
             ):
+                unasked = self._without_unasked_class(state, reply, outcome, question, answer_type, links)
+                if unasked is not None:
+                    out.append(unasked)
+                    continue
                 outcome.grade, outcome.problem = Grade.OK, None
                 outcome.notes.append(
                     "kept: the model wrote the same query again after being told why it was doubted"
                 )
             out.append(outcome)
         return out
+
+    def _without_unasked_class(
+        self,
+        state: RunState,
+        reply: str,
+        outcome: Outcome,
+        question: str,
+        answer_type: str | None,
+        links: Sequence[Link],
+    ) -> Outcome | None:
+        """A query written again after it was doubted for filtering on a class the question never names,
+        run without that filter (the filter copied from a worked example); the new outcome when it holds up
+        (graded OK), else None (the model's query is kept)."""
+        invented = [
+            v.strip("'") for v in self._invented(outcome.cypher, links, question) if v.startswith("'")
+        ]
+        classes = [v for v in invented if not ont.has_symbol_shape(v)]
+        if not classes:
+            return None
+        query, notes = drop_class_filter(outcome.cypher, classes)
+        if not notes:
+            return None
+        dropped = self._evaluate(state, reply, query, question, answer_type, links)
+        if dropped.grade != Grade.OK:
+            return None
+        dropped.notes = [*notes, *dropped.notes]
+        return dropped
 
     def _evaluate(
         self,

@@ -1490,3 +1490,25 @@ def symbol_for_position(query: str) -> tuple[str, list[str]]:
     v = m.group("v")
     fixed = query[: m.start()] + f"RETURN {m.group('distinct') or ''}{v}.{ont.SYMBOL_KEY}" + query[m.end() :]
     return fixed, [f"the answer is a node, not where it is: returned {v}.{ont.SYMBOL_KEY}"]
+
+
+def drop_class_filter(query: str, values: Collection[str]) -> tuple[str, list[str]]:
+    """``query`` without its filters on the class ``values`` (``{class: 'seating'}`` in a node's map,
+    ``x.class = 'seating'`` in a WHERE), for a filter the question never asks for (copied from an example).
+    ``(query, notes)``; unchanged when no such filter is found or one is used any other way."""
+    out = query
+    notes: list[str] = []
+    for value in values:
+        lit = rf"'{re.escape(value)}'"
+        before = out
+        out = re.sub(rf"\s*\{{\s*class\s*:\s*{lit}\s*\}}", "", out)  # (x:Object {class: 'v'})
+        out = re.sub(rf"\bclass\s*:\s*{lit}\s*,\s*", "", out)  # {class: 'v', nodeSymbol: ...}
+        out = re.sub(rf",\s*class\s*:\s*{lit}\s*(?=\}})", "", out)
+        cond = rf"\w+\.class\s*=\s*{lit}"
+        out = re.sub(rf"\s+AND\s+{cond}", "", out, flags=re.I)
+        out = re.sub(rf"(\bWHERE\s+){cond}\s+AND\s+", r"\1", out, flags=re.I)
+        out = re.sub(rf"\bWHERE\s+{cond}\s*", "", out, flags=re.I)
+        if out == before or re.search(lit, out):
+            return query, []
+        notes.append(f"dropped the filter on {value!r}: the question never asks for it")
+    return re.sub(r"\s{2,}", " ", _without_empty_where(out)).strip(), notes
