@@ -184,3 +184,24 @@ def test_a_query_that_compares_nothing_never_asks_for_the_form(store: CypherStor
     )
     agent.run("How many seats are there?", answer_type="number")
     assert len(model.calls) == 1
+
+
+def test_two_named_nodes_and_a_ranking_of_their_whole_class_ask_for_the_form(store: CypherStore) -> None:
+    """ "Which sign is higher, O3 or O264?" ranked every sign: the question names two nodes the query leaves
+    out, so the form is asked, and it compares the two."""
+    signs = [
+        r["s"]
+        for r in store.query(
+            "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol AS s ORDER BY o.center.z DESC"
+        ).rows
+    ]
+    low, mid = signs[-1], signs[-2]  # neither is the highest sign: the whole-class ranking answers neither
+    ranked = "MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
+    form = f"compare: {low}; with: {mid}; measure: z; answer: larger"
+    agent, model = scripted_agent(store, [ranked, form], compare_form=True)
+    result = agent.run(f"Which sign is mounted higher, {low} or {mid}?", answer_type="string")
+    assert result.answer == mid and len(model.calls) == 2
+    # a question naming no two nodes: the ranking stands, no second call
+    agent, model = scripted_agent(store, [ranked], compare_form=True)
+    assert agent.run("Which sign is mounted highest?", answer_type="string").answer == signs[0]
+    assert len(model.calls) == 1

@@ -22,7 +22,15 @@ from scenerag.agents.words import Words, fill_templates
 from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Chars, Grammar, alt, one_of, plus, seq
 
-__all__ = ["NONE_COMPARE", "CompareForm", "CompareForms", "as_asked", "compares_two", "parse_compare"]
+__all__ = [
+    "NONE_COMPARE",
+    "CompareForm",
+    "CompareForms",
+    "as_asked",
+    "compares_two",
+    "parse_compare",
+    "ranks_to_one",
+]
 
 NONE_COMPARE = "compare: none"
 ANSWERS = ("more?", "fewer?", "larger", "smaller", "difference")
@@ -42,6 +50,11 @@ def compares_two(cypher: str) -> bool:
     if tail and (_RETURN_COMPARES.search(tail) or _CASE.search(tail)):
         return True
     return bool(_PAIR.search(cypher) and _LIMIT_ONE.search(cypher))
+
+
+def ranks_to_one(cypher: str) -> bool:
+    """Whether ``cypher`` orders its rows and keeps the first (``ORDER BY ... LIMIT 1``)."""
+    return bool(re.search(r"\bORDER\s+BY\b", cypher, re.I) and _LIMIT_ONE.search(cypher))
 
 
 @dataclass(frozen=True)

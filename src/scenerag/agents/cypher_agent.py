@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from scenerag.agents import prompts
 from scenerag.agents.answer_format import NOT_FOUND, format_rows, zero_when_nothing_matches
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
-from scenerag.agents.compare_form import CompareForms, as_asked, compares_two, parse_compare
+from scenerag.agents.compare_form import CompareForms, as_asked, compares_two, parse_compare, ranks_to_one
 from scenerag.agents.cypher_check import bind_named_classes, check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
@@ -693,7 +693,7 @@ class CypherAgent:
                 more = self._replies(state, min(k, 4) - 1, grammar, greedy=False)  # the prompt is cached
                 fresh += self._evaluate_replies(state, more, question, answer_type, links, seen, flagged)
             rounds.append(fresh)
-            if round_ == 0 and self._compares(fresh, examples) and not self._out_of_time(state):
+            if round_ == 0 and self._compares(fresh, examples, links) and not self._out_of_time(state):
                 compared = self._answer_by_compare(state, question, answer_type, links)
                 if compared is not None and compared.ok:
                     # the latest round: it wins a tie with the model's own query, whose sides may be swapped
@@ -785,9 +785,20 @@ class CypherAgent:
             self._compare_forms = CompareForms(self.measure_forms(), self.words)
         return self._compare_forms
 
-    def _compares(self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample]) -> bool:
-        """Whether the compare form may answer: its queries compare two values."""
-        return self._form_applies(self.config.compare_form, compares_two, outcomes, examples)
+    def _compares(
+        self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample], links: Sequence[Link] = ()
+    ) -> bool:
+        """Whether the compare form may answer: its queries compare two values, or the question names two
+        nodes and a query ranks down to one without naming them both (it ranked a whole class instead)."""
+        if self._form_applies(self.config.compare_form, compares_two, outcomes, examples):
+            return True
+        named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
+        return len(named) == 2 and self._form_applies(
+            self.config.compare_form,
+            lambda q: ranks_to_one(q) and not all(re.search(rf"'{s}'", q) for s in named),
+            outcomes,
+            [],
+        )
 
     def _fill_form(self, state: RunState, system: str, user: str, grammar: str, key: str) -> str:
         """One short greedy reply under a form's ``grammar`` (where the model takes one); its time and reply
