@@ -133,3 +133,40 @@ def test_a_class_filter_the_question_never_names_goes_when_written_again(store: 
     assert agent.run("Which seat is closest to the bag? What class is it?", answer_type="string").answer == (
         "seating"
     )
+
+
+def test_one_shortest_path_between_named_nodes_is_measured_not_counted(store: CypherStore) -> None:
+    from scenerag.agents.query_repair import length_of_one_shortest_path
+
+    counted = (
+        "MATCH (a:Room {nodeSymbol: 'R5'}), (b:Room {nodeSymbol: 'R1'}) "
+        "MATCH p = shortestPath((a)-[:ROOM_CONNECTED*..10]-(b)) RETURN count(DISTINCT p)"
+    )
+    fixed, notes = length_of_one_shortest_path(counted)
+    assert fixed.endswith("RETURN length(p)") and notes
+    hops = store.query(fixed).rows[0]["length(p)"]
+    assert hops > 1  # R5 is no neighbour of R1: counting the path (1) was wrong
+    # one end free: counting the paths counts the reachable nodes, left alone
+    free = "MATCH (a:Room {nodeSymbol: 'R5'}) MATCH p = shortestPath((a)-[:ROOM_CONNECTED*]-(b:Room)) RETURN count(p)"
+    assert length_of_one_shortest_path(free) == (free, [])
+    agent, _ = scripted_agent(store, [counted], measure_form=False)
+    assert agent.run("Fewest room-to-room hops from the lounge to R5?", answer_type="number").answer == str(
+        hops
+    )
+
+
+def test_a_scope_class_no_node_has_is_sent_back_unless_the_question_names_it(store: CypherStore) -> None:
+    """ "on this floor" read as a room class 'floor': no room has it, so the count inside it is 0 by
+    construction; "in the kitchen" names a class the graph lacks, and 0 is the answer."""
+    floor = (
+        "MATCH (r:Room {class: 'floor'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(DISTINCT o)"
+    )
+    right = "MATCH (o:Object {class: 'seating'}) RETURN count(DISTINCT o)"
+    seats = store.query(right).rows[0]["count(DISTINCT o)"]
+    agent, model = scripted_agent(store, [floor, right], measure_form=False)
+    result = agent.run("how many seating objects are there on this floor?", answer_type="number")
+    assert result.answer == str(seats) and "No Room has class 'floor'" in model.calls[1].messages[-1].content
+    kitchen = floor.replace("'floor'", "'kitchen'")
+    agent, model = scripted_agent(store, [kitchen], measure_form=False)
+    assert agent.run("how many chairs are in the kitchen?", answer_type="number").answer == "0"
+    assert len(model.calls) == 1

@@ -86,7 +86,9 @@ from scenerag.agents.query_repair import (
     group_by_the_other_node,
     holder_classes,
     inline_patterns,
+    length_of_one_shortest_path,
     measure_the_counted_node,
+    memberless_scopes,
     merge_union_by_symbol,
     one_hop,
     others_for_self_distance,
@@ -1117,6 +1119,20 @@ class CypherAgent:
                         f"{'it' if len(invented) == 1 else 'them'}.",
                     )
                 )
+        # a class the question names that no node has is an answer ("chairs in the kitchen": none); a
+        # layer's own word ("on this floor") names no class
+        said = set(re.findall(r"[a-z]+", question.lower())) - {
+            w for w in self.words.layer_words if " " not in w
+        }
+        for label, value, classes in memberless_scopes(query, self.store.schema()):
+            if not set(re.findall(r"[a-z]+", value.lower())) & said:
+                doubts.append(
+                    (
+                        "scope",
+                        f"No {label} has class '{value}' (its classes: {', '.join(classes[:12])}), so the "
+                        "query finds nothing inside it: match what the question names, or drop that node.",
+                    )
+                )
         wrong = self._wrong_layer(question, links, answer)
         if wrong:
             doubts.append(("layer", wrong))
@@ -1300,6 +1316,7 @@ class CypherAgent:
                 drop_return_trip,
                 functools.partial(unpin_twice_named, singletons=singles),
                 widen_shortest_paths,
+                length_of_one_shortest_path,
                 measure_the_counted_node,
                 others_for_self_distance,
                 choice_column_only,

@@ -944,6 +944,37 @@ def widen_shortest_paths(query: str) -> tuple[str, list[str]]:
     return fixed, notes[:1]
 
 
+_PINNED_END = r"\(\s*\w*(?::\w+)*\s*\{[^{}]*\bnodeSymbol\s*:\s*'[^']+'[^{}]*\}\s*\)"
+_SHORTEST_VAR = re.compile(r"\b(\w+)\s*=\s*shortestPath\s*\(", re.I)
+
+
+def length_of_one_shortest_path(query: str) -> tuple[str, list[str]]:
+    """``p = shortestPath((a {nodeSymbol: 'R5'})-[...]-(b {nodeSymbol: 'R1'})) RETURN count(p)``: between two
+    nodes pinned by symbol there is one shortest path, so its count is 1 whatever the route; the hops it
+    takes are ``length(p)``. ``(query, notes)``; unchanged unless both ends are pinned in the pattern."""
+    m = _SHORTEST_VAR.search(query)
+    if m is None:
+        return query, []
+    start = m.end()
+    depth, end = 1, start
+    while end < len(query) and depth:
+        depth += {"(": 1, ")": -1}.get(query[end], 0)
+        end += 1
+    pattern = query[start : end - 1]
+    if len(re.findall(_PINNED_END, pattern)) < 2 and not (
+        re.match(r"\s*\(\s*(\w+)\s*\)", pattern) and len(re.findall(_PINNED_END, query)) >= 2
+    ):
+        return query, []
+    var = m.group(1)
+    counted = re.compile(rf"\bcount\s*\(\s*(?:DISTINCT\s+)?{re.escape(var)}\s*\)", re.I)
+    if not counted.search(query[end:]):
+        return query, []
+    fixed = query[:end] + counted.sub(f"length({var})", query[end:])
+    return fixed, [
+        f"one shortest path joins two named nodes, so count({var}) is 1: its hops are length({var})"
+    ]
+
+
 _CASE_AMONG = re.compile(
     r"\bRETURN\s+(?P<cols>(?:[^,;]+,\s*)+)?(?P<case>CASE\s+WHEN\b.+?\bEND)(?P<alias>\s+AS\s+\w+)?(?P<tail>(?:\s*,[^;]*)?)\s*;?\s*$",
     re.I | re.S,
@@ -1512,3 +1543,26 @@ def drop_class_filter(query: str, values: Collection[str]) -> tuple[str, list[st
             return query, []
         notes.append(f"dropped the filter on {value!r}: the question never asks for it")
     return re.sub(r"\s{2,}", " ", _without_empty_where(out)).strip(), notes
+
+
+def memberless_scopes(query: str, schema: GraphSchema) -> list[tuple[str, str, list[str]]]:
+    """Class filters of ``query`` that no node of their label can pass, on a node it does not return (a
+    scope: ``(r:Room {class: 'floor'})-[:CONTAINS*]->(o)``): ``(label, value, that label's classes)`` each.
+    Whatever the question, such a scope makes the answer empty (or a count of 0) by construction."""
+    found: list[tuple[str, str, list[str]]] = []
+    labels = var_labels(query)
+    tail = query[query.upper().rfind("RETURN") :] if "RETURN" in query.upper() else ""
+    pairs = [
+        (m.group(1), m.group(2))
+        for m in re.finditer(r"\((\w+)(?::\w+)*\s*\{[^{}]*?\bclass\s*:\s*'([^']*)'", query)
+    ] + [(m.group(1), m.group(2)) for m in re.finditer(r"\b(\w+)\.class\s*=\s*'([^']*)'", query)]
+    for var, value in dict.fromkeys(pairs):
+        if re.search(rf"\b{re.escape(var)}\b", tail):
+            continue
+        for label in sorted(labels.get(var, ())):
+            info = schema.node_properties.get(label, {}).get(ont.CLASS_KEY)
+            if info is None or not info.values:
+                continue
+            if value.casefold() not in {v.casefold() for v in info.values}:
+                found.append((label, value, list(info.values)))
+    return found
