@@ -3,6 +3,8 @@ fills it only when its first queries measured distances and none held up; a refe
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from conftest import hydra_store_fixture, scripted_agent, symbols_of_class
@@ -67,6 +69,11 @@ def test_compiled_queries_answer_from_the_graph(
         {"b": bike},
     ).rows[0]["n"]
     assert n == by_hand
+    # a list answer keeps the ranking whole, nearest first, whatever the form's answer slot says
+    ordered = forms.compile(dataclasses.replace(parse_form(NEAREST_TRASH), answer="distance"), ordered=True)  # type: ignore[arg-type]
+    assert ordered is not None and [next(iter(r.values())) for r in store.query(ordered).rows] == [
+        r["s"] for r in rows
+    ]
     # what the graph lacks compiles to nothing
     assert forms.compile(MeasureForm("Object", "any", None, "O999999", None, "nearest", None, "id")) is None
     assert forms.compile(MeasureForm("Object", "toilet", None, bike, None, "nearest", None, "id")) is None

@@ -878,7 +878,7 @@ class CypherAgent:
         ):
             # "what is closest to the bicycle", the only bicycle: other nodes of any class, not other bicycles
             form = dataclasses.replace(form, cls=ANY)
-        cypher = forms.compile(form)
+        cypher = forms.compile(form, ordered=answer_type == "list")
         if cypher is None:
             return None
         outcome = self._evaluate(state, reply, cypher, question, answer_type, links)

@@ -192,9 +192,10 @@ class MeasureForms:
         )
 
     # -- compiler ---------------------------------------------------------------------------------------
-    def compile(self, form: MeasureForm) -> str | None:
+    def compile(self, form: MeasureForm, *, ordered: bool = False) -> str | None:
         """The Cypher query ``form`` asks for (None when it names a layer, class, room or node the graph does
-        not have)."""
+        not have). ``ordered`` (the answer is a list): a ranking keeps every node in its order, by id or
+        class, instead of the first."""
         if form.find not in self.labels:
             return None
         if form.cls != ANY and form.cls not in self.classes.get(form.find, []):
@@ -221,6 +222,10 @@ class MeasureForms:
         lines.append(where)
         if form.rank != "none" and form.answer != "count":
             order = "ASC" if form.rank == "nearest" else "DESC"
+            if ordered:
+                value = f"x.{cls}" if form.answer == "class" else f"x.{sym}"
+                lines.append(f"WITH x, min({distance}) AS d ORDER BY d {order}")
+                return " ".join([*lines, f"RETURN {value}"])
             lines.append(f"WITH x, min({distance}) AS d ORDER BY d {order} LIMIT 1")
             value = {"id": f"x.{sym}", "class": f"x.{cls}", "distance": "d"}[form.answer]
         else:
