@@ -119,13 +119,15 @@ def test_drop_class_filter_takes_out_only_the_named_class_filter() -> None:
 
 def test_a_class_filter_the_question_never_names_goes_when_written_again(store: CypherStore) -> None:
     """A filter copied from a worked example: sent back once; written again, the query runs without it when
-    that holds up, and a class the question does name stays."""
+    that holds up, and a class the question does name stays. (One the examples do not hold is kept when
+    written again: tests/test_agent_pipeline.py, "those rooms".)"""
     copied = (
         "MATCH (x:Object {class: 'seating'}), (ref:Object {nodeSymbol: 'O285'}) WHERE x <> ref "
         "WITH x ORDER BY point.distance(x.center, ref.center) LIMIT 1 RETURN x.class"
     )
-    agent, _ = scripted_agent(store, [copied, copied], measure_form=False)
+    agent, model = scripted_agent(store, [copied, copied], measure_form=False)
     result = agent.run("What sort of object is closest to the bag?", answer_type="string")
+    assert "'seating'" in model.calls[0].messages[1].content  # a worked example shown holds the filter
     truth = store.query(copied.replace(" {class: 'seating'}", "")).rows[0]["x.class"]
     assert truth != "seating" and result.answer == truth
     assert any("dropped the filter on 'seating'" in n for n in result.context.get("rewrites", []))

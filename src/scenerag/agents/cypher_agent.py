@@ -961,13 +961,16 @@ class CypherAgent:
         answer_type: str | None,
         links: Sequence[Link],
     ) -> Outcome | None:
-        """A query written again after it was doubted for filtering on a class the question never names,
-        run without that filter (the filter copied from a worked example); the new outcome when it holds up
-        (graded OK), else None (the model's query is kept)."""
+        """A query written again after it was doubted for filtering on a class the question never names and
+        the worked examples shown to the model hold, run without that filter (it was copied from an
+        example); the new outcome when it holds up (graded OK), else None (the model's query is kept)."""
         invented = [
             v.strip("'") for v in self._invented(outcome.cypher, links, question) if v.startswith("'")
         ]
-        classes = [v for v in invented if not ont.has_symbol_shape(v)]
+        # only a filter the worked examples shown to the model hold: it was copied (a filter the model
+        # insists on from elsewhere may know what the question leaves unsaid: "those rooms")
+        shown = state.messages[1].content if len(state.messages) > 1 else ""
+        classes = [v for v in invented if not ont.has_symbol_shape(v) and f"'{v}'" in shown]
         if not classes:
             return None
         query, notes = drop_class_filter(outcome.cypher, classes)
