@@ -318,6 +318,11 @@ _MENTIONS = {
             "(object-in-place [box] P2541)",
             "(object-in-place [box that's nearest the bicycle] P2541)",
         ),
+        (  # the description as said: a symbol keeps its case (a lower-cased 'r4' names no room)
+            "Inspect whatever object is nearest to the light in hallway R4.",
+            "(safe [light])",
+            "(safe [light in hallway R4])",
+        ),
         (  # a compound name and an adverb between the class and its description
             "There's some kind of storage unit right by the box. Can you inspect it?",
             "(safe [storage])",
@@ -347,7 +352,7 @@ def test_a_class_the_instruction_describes_is_widened_to_its_description(
         assert (out, notes, classes) == (sketch, [], {})
         return
     assert out == widened and len(notes) >= len(classes) >= 1
-    assert set(classes.values()) <= {"storage", "hallway", "trash", "box"}
+    assert set(classes.values()) <= {"storage", "hallway", "trash", "box", "light"}
 
 
 @pytest.mark.parametrize(

@@ -804,15 +804,18 @@ def widen_to_descriptions(
         stop = min([stop, *(s for s, _ in words.said_spans(rest, words.clause_words) if s >= opener[0][1])])
         partners = {str(a) for atom in atoms if token in atom[1:] for a in atom[1:] if str(a) != token}
         others = [s - end for t in partners for s, _ in spans_of(t) if s >= end + opener[0][1]]
-        tail = rest[:stop].split()
+        # the description as said (symbols keep their case: "hallway R4"), where lower-casing kept positions
+        said_rest = instruction[end:] if len(instruction) == len(low) else rest
         if others and min(others) < stop:  # a destination follows: "the box nearest the bag over to P12"
             stop = min(others)
-            tail = rest[:stop].split()
+            tail = said_rest[:stop].split()
             drop = {*words.stop, *(w for layer in layers for w in layer.lower().split())}
-            while tail and tail[-1].strip("'") in drop:
+            while tail and tail[-1].strip("'").lower() in drop:
                 tail.pop()
+        else:
+            tail = said_rest[:stop].split()
         description = " ".join(tail)
-        content = [w for w in re.findall(r"[a-z0-9]+", description) if w not in words.stop]
+        content = [w for w in re.findall(r"[a-z0-9]+", description.lower()) if w not in words.stop]
         if not content or not words.said_spans(description, words.description_openers):
             continue
         if all(words.said_spans(w, list(words.layer_words)) for w in content):
