@@ -378,3 +378,23 @@ def test_randomlyexplore_visits_new_places_deterministically() -> None:
         assert "every location has been explored" in ok(env, "randomlyexplore").message
         runs.append((places, list(env.discovered)))
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "hint"),
+    [
+        ("placeon", {"receptacle_id": "CounterTop_1"}, "pickup an object first"),
+        ("drop", {}, "there is nothing to put down"),
+        ("fillheldobjectwithwater", {}, "pickup a container first"),
+        ("pourwaterinto", {"object_id": "Sink_1"}, "pickup a filled container first"),
+    ],
+)
+def test_actions_on_the_held_object_fail_with_an_empty_hand(
+    kitchen: tuple[HouseholdEnv, OracleSolver], name: str, arguments: dict[str, str], hint: str
+) -> None:
+    """Every action on the held object refuses an empty hand the same way, before looking at its argument:
+    ``hands_empty``, "you are not holding anything; " and what to do first."""
+    env, _ = kitchen
+    assert env.held is None
+    failure = rejected(env, "hands_empty", name, **arguments)
+    assert failure.message == f"you are not holding anything; {hint}"

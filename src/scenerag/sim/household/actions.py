@@ -271,6 +271,15 @@ def _first_failure(env: HouseholdEnv, action: str, object_id: str) -> Outcome | 
     return None
 
 
+def _held(env: HouseholdEnv, hint: str) -> str | Outcome:
+    """The id of the object in the robot's hand, or, with an empty hand, the ``hands_empty`` failure
+    "you are not holding anything; ``hint``" (``hint`` says what to do first)."""
+    held = env.held
+    if held is None:
+        return fail("hands_empty", f"you are not holding anything; {hint}")
+    return held
+
+
 def _discovered(env: HouseholdEnv, reference: str) -> str | Outcome:
     """The discovered object ``reference`` names, or the failure telling the planner how to find it."""
     object_id = env.resolve(reference)
@@ -568,9 +577,9 @@ def _pickup(env: HouseholdEnv, object_id: str) -> Outcome:
 )
 def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
     world = env.world
-    held = env.held
-    if held is None:
-        return fail("hands_empty", "you are not holding anything; pickup an object first")
+    held = _held(env, "pickup an object first")
+    if isinstance(held, Outcome):
+        return held
     target = _discovered(env, receptacle_id)
     if isinstance(target, Outcome):
         return target
@@ -615,9 +624,9 @@ def _placeon(env: HouseholdEnv, receptacle_id: str) -> Outcome:
 @_action("drop", "Drop the held object on the floor where you stand.", hand="holding")
 def _drop(env: HouseholdEnv) -> Outcome:
     world = env.world
-    held = env.held
-    if held is None:
-        return fail("hands_empty", "you are not holding anything; there is nothing to put down")
+    held = _held(env, "there is nothing to put down")
+    if isinstance(held, Outcome):
+        return held
     item = world.objects[held]
     x, y, _ = world.hand_position()
     world.put(held, None, (x, y, item.extent[2] / 2))
@@ -741,9 +750,9 @@ def _slice(env: HouseholdEnv, object_id: str) -> Outcome:
 )
 def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
     world = env.world
-    held = env.held
-    if held is None:
-        return fail("hands_empty", "you are not holding anything; pickup a container first")
+    held = _held(env, "pickup a container first")
+    if isinstance(held, Outcome):
+        return held
     item = world.objects[held]
     if not item.spec.canFillWithLiquid:
         return fail("not_fillable", f"{held} ({item.object_type}) cannot hold water")
@@ -777,9 +786,9 @@ def _fillheldobjectwithwater(env: HouseholdEnv) -> Outcome:
 )
 def _pourwaterinto(env: HouseholdEnv, object_id: str) -> Outcome:
     world = env.world
-    held = env.held
-    if held is None:
-        return fail("hands_empty", "you are not holding anything; pickup a filled container first")
+    held = _held(env, "pickup a filled container first")
+    if isinstance(held, Outcome):
+        return held
     source = world.objects[held]
     if not source.state.isFilledWithLiquid:
         return fail("empty_container", f"{held} holds no liquid; fillheldobjectwithwater first")
