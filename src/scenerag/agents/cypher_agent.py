@@ -1124,11 +1124,9 @@ class CypherAgent:
                 )
         # a class the question names that no node has is an answer ("chairs in the kitchen": none); a
         # layer's own word ("on this floor") names no class
-        said = set(re.findall(r"[a-z]+", question.lower())) - {
-            w for w in self.words.layer_words if " " not in w
-        }
+        layers = {w for w in self.words.layer_words if " " not in w}
         for label, value, classes in memberless_scopes(query, self.store.schema()):
-            if not set(re.findall(r"[a-z]+", value.lower())) & said:
+            if not _value_said(value, question, ignore=layers):
                 doubts.append(
                     (
                         "scope",
@@ -1359,14 +1357,13 @@ class CypherAgent:
         for link in links:  # "the seat O55": O55's own class is no copy
             if link.key == ont.SYMBOL_KEY and (cls := self.linker().class_of(link.value)):
                 linked.add(cls.lower())
-        words = set(re.findall(r"[a-z]+", question.lower()))
         for value in dict.fromkeys(re.findall(r"'([^']*)'", query)):
             owner = schema.value_owner(value)
             if (
                 owner is not None
                 and owner[1] == ont.CLASS_KEY
                 and value.lower() not in linked
-                and not set(re.findall(r"[a-z]+", value.lower())) & words
+                and not _value_said(value, question)
             ):
                 invented.append(f"'{value}'")
         said = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", question)}
@@ -2079,6 +2076,13 @@ def parse_reply(text: str, task: Task) -> _Draft:
             break
         query_lines.append(line)
     return _Draft(" ".join(query_lines).rstrip(";").strip())
+
+
+def _value_said(value: str, question: str, ignore: Collection[str] = ()) -> bool:
+    """Whether ``question`` says a word of the property ``value`` (``'trash_can'``: "trash" or "can"),
+    the words in ``ignore`` not counting."""
+    said = set(re.findall(r"[a-z]+", question.lower())) - set(ignore)
+    return bool(set(re.findall(r"[a-z]+", value.lower())) & said)
 
 
 def unused_links(query: str, links: Sequence[Link]) -> list[Link]:

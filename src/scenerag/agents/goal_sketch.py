@@ -462,7 +462,14 @@ def complete_parts(
     symbols = [t for t in tokens if ont.has_symbol_shape(t)]
     brackets = [t[1:-1].strip().lower() for t in tokens if t.startswith("[")]
 
-    def covered(thing: Named) -> bool:
+    seen: dict[Named, bool] = {}
+
+    def covered(thing: Named) -> bool:  # one answer a thing (a part may name one that another part did)
+        if thing not in seen:
+            seen[thing] = _covers(thing)
+        return seen[thing]
+
+    def _covers(thing: Named) -> bool:
         if thing.argument in symbols or set(thing.symbols) & set(symbols):
             return True
         said = [m.lower() for m in thing.mentions] + [thing.argument.strip("[]").lower()]
