@@ -179,6 +179,17 @@ def test_counts_sums_and_symbols_the_model_gets_wrong(store: CypherStore) -> Non
         "MATCH (r:Room)-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object) WHERE r.nodeSymbol IN ['R2', 'R5'] "
         "RETURN count(DISTINCT o)",
     )
+    # count(*) per class over a variable-length path counts paths: an object on two places counts once
+    per_class = check_cypher(
+        "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) RETURN o.class AS class, count(*) AS n",
+        schema,
+    )
+    assert "count(DISTINCT o)" in per_class.query
+    assert str(sum(r["n"] for r in store.query(per_class.query).rows)) == _one(
+        store, "MATCH (:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) RETURN count(DISTINCT o)"
+    )
+    per_node = "MATCH (r:Room)-[:CONTAINS*]->(o:Object) RETURN o, count(*) AS n"
+    assert "count(*)" in check_cypher(per_node, schema).query  # grouped by the node itself: paths per node
     # {nodeSymbol: 'hallway R2'}: the symbol inside the words
     fixed, notes = repair_query(
         "MATCH (r:Room {nodeSymbol: 'hallway R2'})-[:CONTAINS*]->(p:MeshPlace) RETURN count(DISTINCT p)",

@@ -172,3 +172,114 @@ def test_a_scope_class_no_node_has_is_sent_back_unless_the_question_names_it(sto
     agent, model = scripted_agent(store, [kitchen], measure_form=False)
     assert agent.run("how many chairs are in the kitchen?", answer_type="number").answer == "0"
     assert len(model.calls) == 1
+
+
+def test_a_class_filter_contradicted_by_the_pinned_symbol_is_dropped(store: CypherStore) -> None:
+    """``(o:Object {class: 'bin'}) WHERE o.nodeSymbol = 'O64'``: the symbol names the node, a class it lacks
+    only empties the answer. A class the node has stays; an unknown symbol changes nothing."""
+    from scenerag.agents.query_repair import drop_contradicted_class
+
+    own = {"O64": {"trash"}}.get
+    q = "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'bin'}) WHERE o.nodeSymbol = 'O64' RETURN p.nodeSymbol"
+    fixed, notes = drop_contradicted_class(q, lambda s: own(s) or set())
+    assert (
+        fixed == "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object) WHERE o.nodeSymbol = 'O64' RETURN p.nodeSymbol"
+    )
+    assert notes and "O64" in notes[0]
+    q = "MATCH (o:Object {nodeSymbol: 'O64', class: 'bin'}) RETURN o.center"
+    assert drop_contradicted_class(q, lambda s: own(s) or set())[0] == (
+        "MATCH (o:Object {nodeSymbol: 'O64'}) RETURN o.center"
+    )
+    kept = "MATCH (o:Object {class: 'trash', nodeSymbol: 'O64'}) RETURN o.center"
+    assert drop_contradicted_class(kept, lambda s: own(s) or set()) == (kept, [])
+    unknown = "MATCH (o:Object {class: 'bin', nodeSymbol: 'O999'}) RETURN o.center"
+    assert drop_contradicted_class(unknown, lambda s: own(s) or set()) == (unknown, [])
+    # either node: no node is pinned
+    either = "MATCH (r:Room) WHERE r.class = 'lounge' OR r.nodeSymbol = 'R5' RETURN r"
+    assert drop_contradicted_class(either, lambda s: {"hallway"}) == (either, [])
+    # the same value on another node: that node's filter is meant, nothing changes
+    twice = "MATCH (o:Object {class: 'bin', nodeSymbol: 'O64'}), (b:Object {class: 'bin'}) RETURN b"
+    assert drop_contradicted_class(twice, lambda s: own(s) or set()) == (twice, [])
+
+
+def test_the_agent_answers_for_the_named_node_despite_a_wrong_class(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    trash = symbols_of_class(hydra_graph, "trash")[0]
+    wrong = (
+        "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'seating'}) "
+        f"WHERE o.nodeSymbol = '{trash}' RETURN p.nodeSymbol"
+    )
+    places = store.query(
+        f"MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {{nodeSymbol: '{trash}'}}) RETURN p.nodeSymbol AS s"
+    ).rows
+    agent, model = scripted_agent(store, [wrong])
+    result = agent.run(f"Which mesh places is the trash can {trash} on?", answer_type="set")
+    assert result.answer is not None and len(model.calls) == 1, result.context
+    assert sorted(result.answer.strip("<>").replace(" ", "").split(",")) == sorted(r["s"] for r in places)
+
+
+def test_a_count_of_another_layer_than_asked_is_sent_back(store: CypherStore) -> None:
+    """ "How many objects ..." counted by counting rooms: doubted (the layer the question counts is read off
+    its layer word after the count words); the model's count of objects is taken."""
+    rooms = "MATCH (a:Room {nodeSymbol: 'R3'})-[:ROOM_CONNECTED]-(r:Room) RETURN count(DISTINCT r)"
+    objects = (
+        "MATCH (a:Room {nodeSymbol: 'R3'})-[:ROOM_CONNECTED]-(r:Room)-[:CONTAINS*]->(o:Object) "
+        "RETURN count(DISTINCT o)"
+    )
+    question = "How many objects are in the rooms directly connected to R3?"
+    agent, model = scripted_agent(store, [rooms, objects])
+    result = agent.run(question, answer_type="number")
+    assert len(model.calls) == 2 and "counts" in model.calls[1].messages[-1].content
+    assert result.answer == str(store.query(objects).rows[0]["count(DISTINCT o)"])
+    # counting the layer asked for: no doubt
+    agent, model = scripted_agent(store, [rooms])
+    assert agent.run("How many rooms are directly connected to R3?", answer_type="number").answer == "2"
+    assert len(model.calls) == 1
+
+
+def test_a_distance_superlative_without_a_distance_is_sent_back(store: CypherStore) -> None:
+    """ "closest" answered by a query that measures nothing: doubted once; written again it is kept."""
+    unranked = "MATCH (x:Object), (b:Object {class: 'bicycle'}) WHERE x <> b RETURN x.class LIMIT 1"
+    ranked = (
+        "MATCH (x:Object), (b:Object {class: 'bicycle'}) WHERE x <> b "
+        "RETURN x.class ORDER BY point.distance(x.center, b.center) LIMIT 1"
+    )
+    agent, model = scripted_agent(store, [unranked, ranked], measure_form=False)
+    result = agent.run("What kind of thing is closest to the bicycle?", answer_type="string")
+    assert "measures no distance" in model.calls[1].messages[-1].content
+    assert result.answer == store.query(ranked).rows[0]["x.class"]
+
+
+def test_counting_the_pinned_ends_of_a_path_is_sent_back(store: CypherStore) -> None:
+    """A count over a path between two named nodes counts its ends (0 or 1), not its hops."""
+    from scenerag.agents.query_repair import counts_pinned_ends
+
+    ends = (
+        "MATCH (r:Room {class: 'lounge'})-[:ROOM_CONNECTED*1..2]-(b:Room {nodeSymbol: 'R5'}) "
+        "RETURN count(DISTINCT b)"
+    )
+    assert counts_pinned_ends(ends)
+    assert not counts_pinned_ends(
+        "MATCH (r:Room {class: 'lounge'})-[:ROOM_CONNECTED*1..2]-(b:Room) RETURN count(DISTINCT b)"
+    )
+    hops = (
+        "MATCH (a:Room {class: 'lounge'}), (b:Room {nodeSymbol: 'R5'}) "
+        "MATCH p = shortestPath((a)-[:ROOM_CONNECTED*]-(b)) RETURN length(p)"
+    )
+    assert not counts_pinned_ends(hops)
+    agent, model = scripted_agent(store, [ends, hops], measure_form=False)
+    result = agent.run("Fewest room-to-room moves from the lounge to R5?", answer_type="number")
+    assert "length(p)" in model.calls[1].messages[-1].content and result.answer == "3"
+
+
+def test_an_unbounded_shortest_path_gets_a_bound() -> None:
+    from scenerag.agents.query_repair import widen_shortest_paths
+
+    fixed, notes = widen_shortest_paths("MATCH p = shortestPath((a)-[:ROOM_CONNECTED*]-(b)) RETURN length(p)")
+    assert fixed == "MATCH p = shortestPath((a)-[:ROOM_CONNECTED*..200]-(b)) RETURN length(p)" and notes
+    assert widen_shortest_paths("MATCH p = shortestPath((a)-[:R*1..]-(b)) RETURN p")[0] == (
+        "MATCH p = shortestPath((a)-[:R*1..200]-(b)) RETURN p"
+    )
+    exact = "MATCH p = shortestPath((a)-[:R*2]-(b)) RETURN p"
+    assert widen_shortest_paths(exact) == (exact, [])

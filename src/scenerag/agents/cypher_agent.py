@@ -75,7 +75,9 @@ from scenerag.agents.query_repair import (
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
+    counts_pinned_ends,
     drop_class_filter,
+    drop_contradicted_class,
     drop_contradicted_leg,
     drop_idle_sibling,
     drop_idle_with,
@@ -105,6 +107,7 @@ from scenerag.agents.query_repair import (
     ternary_to_case,
     unpin_twice_named,
     unrelated_nodes,
+    var_labels,
     widen_shortest_paths,
 )
 from scenerag.agents.result import AgentResult, Task, ToolRecord
@@ -500,9 +503,11 @@ class CypherAgent:
         self.progress.stage("answer")
         return result
 
-    def _out_of_time(self, state: RunState) -> bool:
-        """Whether the question's time budget is spent (then no new round, plan or sample starts)."""
-        late = self._deadline is not None and time.perf_counter() > self._deadline
+    def _out_of_time(self, state: RunState, grace: float = 0.0) -> bool:
+        """Whether the question's time budget is spent (then no new round, plan or sample starts); ``grace``
+        (a share of the budget) lets one short constrained call still start (a form: one line, no query)."""
+        extra = grace * (self.config.time_budget_s or 0.0)
+        late = self._deadline is not None and time.perf_counter() > self._deadline + extra
         if late:
             state.result.context["out_of_time"] = True
         return late
@@ -695,7 +700,11 @@ class CypherAgent:
                 more = self._replies(state, min(k, 4) - 1, grammar, greedy=False)  # the prompt is cached
                 fresh += self._evaluate_replies(state, more, question, answer_type, links, seen, flagged)
             rounds.append(fresh)
-            if round_ == 0 and self._compares(fresh, examples, links) and not self._out_of_time(state):
+            if (
+                round_ == 0
+                and self._compares(fresh, examples, links)
+                and not self._out_of_time(state, grace=_FORM_GRACE)
+            ):
                 compared = self._answer_by_compare(state, question, answer_type, links)
                 if compared is not None and compared.ok:
                     # the latest round: it wins a tie with the model's own query, whose sides may be swapped
@@ -704,7 +713,11 @@ class CypherAgent:
             best = _vote_rounds(rounds)
             if best is not None and best.ok:
                 break
-            if round_ == 0 and self._measures(fresh, examples) and not self._out_of_time(state):
+            if (
+                round_ == 0
+                and self._measures(fresh, examples)
+                and not self._out_of_time(state, grace=_FORM_GRACE)
+            ):
                 # before a plan: one short constrained reply, where a plan costs a call per step
                 formed = self._answer_by_form(state, question, answer_type, links)
                 if formed is not None:
@@ -791,13 +804,25 @@ class CypherAgent:
         self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample], links: Sequence[Link] = ()
     ) -> bool:
         """Whether the compare form may answer: its queries compare two values, or the question names two
-        nodes and a query ranks down to one without naming them both (it ranked a whole class instead)."""
+        nodes (by symbol, or by a class with one member) and a query ranks down to one without naming them
+        both (it ranked a whole class instead). Never where a query that holds up answers with other nodes
+        than those two: the question asks something else than which of them ("which rooms touch both R3 and
+        R4"), and the form can only answer one of the two."""
+        literals = _naming_literals(links)
+        named = set(literals.values())
+        if named and any(
+            o.ok and _symbols_of(o.answer) and not set(_symbols_of(o.answer)) & named for o in outcomes
+        ):
+            return False
         if self._form_applies(self.config.compare_form, compares_two, outcomes, examples):
             return True
-        named = [link.value for link in links if link.key == ont.SYMBOL_KEY]
+
+        def names(query: str, symbol: str) -> bool:
+            return any(re.search(rf"'{re.escape(lit)}'", query) for lit, s in literals.items() if s == symbol)
+
         return len(named) == 2 and self._form_applies(
             self.config.compare_form,
-            lambda q: ranks_to_one(q) and not all(re.search(rf"'{s}'", q) for s in named),
+            lambda q: ranks_to_one(q) and not all(names(q, s) for s in named),
             outcomes,
             [],
         )
@@ -961,16 +986,18 @@ class CypherAgent:
         answer_type: str | None,
         links: Sequence[Link],
     ) -> Outcome | None:
-        """A query written again after it was doubted for filtering on a class the question never names and
-        the worked examples shown to the model hold, run without that filter (it was copied from an
-        example); the new outcome when it holds up (graded OK), else None (the model's query is kept)."""
+        """A query written again after it was doubted for filtering on a class the question never names, run
+        without that filter, where the worked examples shown to the model hold the class (it was copied from
+        an example) or the query found nothing with it; the new outcome when it holds up (graded OK), else
+        None (the model's query is kept)."""
         invented = [
             v.strip("'") for v in self._invented(outcome.cypher, links, question) if v.startswith("'")
         ]
-        # only a filter the worked examples shown to the model hold: it was copied (a filter the model
-        # insists on from elsewhere may know what the question leaves unsaid: "those rooms")
+        # a filter the worked examples shown to the model hold was copied; one the model insists on from
+        # elsewhere may know what the question leaves unsaid ("those rooms"), unless it empties the answer
         shown = state.messages[1].content if len(state.messages) > 1 else ""
-        classes = [v for v in invented if not ont.has_symbol_shape(v) and f"'{v}'" in shown]
+        empty = outcome.grade == Grade.EMPTY or (outcome.result is not None and not outcome.result.rows)
+        classes = [v for v in invented if not ont.has_symbol_shape(v) and (empty or f"'{v}'" in shown)]
         if not classes:
             return None
         query, notes = drop_class_filter(outcome.cypher, classes)
@@ -1134,9 +1161,20 @@ class CypherAgent:
                         "query finds nothing inside it: match what the question names, or drop that node.",
                     )
                 )
-        wrong = self._wrong_layer(question, links, answer)
+        wrong = self._wrong_layer(question, links, answer) or self._counted_other_layer(
+            query, question, links
+        )
         if wrong:
             doubts.append(("layer", wrong))
+        superlative = self.words.says(question, self.words.distance_superlatives)
+        if superlative and not measures_distance(query) and not re.search(r"\bshortestPath\b", query, re.I):
+            doubts.append(
+                (
+                    "ranking",
+                    f"The question says {superlative[0]!r}, but the query measures no distance: rank by "
+                    "point.distance(a.center, b.center) and keep the first.",
+                )
+            )
         if answer is not None:
             numbers = unused_numbers(query, question, links)
             if numbers:
@@ -1173,6 +1211,8 @@ class CypherAgent:
             and self.words.is_yes_no(question)
         ):
             doubts.append(("kind", _YES_NO_KIND))
+        if answer is not None and counts_pinned_ends(query):
+            doubts.append(("kind", _PINNED_ENDS_COUNTED))
         loose = unrelated_nodes(query) if answer is not None else []
         if loose:
             doubts.append(
@@ -1298,6 +1338,8 @@ class CypherAgent:
             query, more = symbols_as_nodes(query, self._symbol_labels(query).get)
             notes += more
             query, more = repair_symbol_layers(query, self._symbol_labels(query), schema)
+            notes += more
+            query, more = drop_contradicted_class(query, self._own_classes)
             notes += more
             query, more = holder_classes(query, schema)
             notes += more
@@ -1471,15 +1513,20 @@ class CypherAgent:
         conflicts = conflicting_filters(query)
         if conflicts:
             return f"That query returned no rows: {'; '.join(conflicts)}, and a node has one value.{hint}"
+        if counts_pinned_ends(query):
+            return _PINNED_ENDS_COUNTED + hint
         return (
             "That query returned no rows, but what it asks for exists in the graph, so the pattern is "
             f"probably wrong (direction, hops, or a filter).{hint}"
         )
 
-    def _asked_label(self, question: str, links: Sequence[Link]) -> str | None:
+    def _asked_label(
+        self, question: str, links: Sequence[Link], openers: Sequence[str] | None = None
+    ) -> str | None:
         """The layer a "which <noun>" question asks for: a layer word or a linked class within three words
-        after the language's first question word (``Room`` for "Which hallway ..."); None when unclear."""
-        m = self.words.find_any(question, self.words.which)
+        after the language's first question word, or the first of ``openers`` ("how many"; ``Room`` for
+        "Which hallway ..."); None when unclear."""
+        m = self.words.find_any(question, self.words.which if openers is None else openers)
         if m is None:
             return None
         window = " ".join(question[m.end() :].split()[:3]).lower()
@@ -1503,6 +1550,9 @@ class CypherAgent:
         symbols = re.findall(r"\b[A-Za-z]{1,2}\d+\b", answer)
         if label is None or not symbols:
             return None
+        named = _named_nodes(links)
+        if len(named) >= 2 and set(symbols) <= set(named):
+            return None  # one of the nodes the question offers ("which has more seating, the lounge or R5")
         prefixes = self.linker().vocabulary().prefixes
         given = {prefixes.get(sym[0]) for sym in symbols}
         if label in given or None in given or len(given) != 1:
@@ -1511,6 +1561,23 @@ class CypherAgent:
         return (
             f"The question asks which {layer}, but the query returned {other} symbols ({', '.join(symbols[:3])}): "
             f"return the {label} nodes themselves (e.g. the {label} that CONTAINS or is linked to them)."
+        )
+
+    def _counted_other_layer(self, query: str, question: str, links: Sequence[Link]) -> str | None:
+        """Why the count ``query`` returns is of another layer than the question counts ("How many objects
+        are in the rooms next to R3?" answered by counting the rooms); None when it is, or it is unclear."""
+        asked = self._asked_label(question, links, self.words.count_words)
+        tail = query[query.upper().rfind("RETURN") :] if "RETURN" in query.upper() else ""
+        counted = re.findall(r"\bcount\s*\(\s*(?:DISTINCT\s+)?(\w+)\s*\)", tail, re.I)
+        if asked is None or len(set(counted)) != 1:
+            return None
+        labels = var_labels(query).get(counted[0], set())
+        if len(labels) != 1 or asked in labels:
+            return None
+        other = next(iter(labels))
+        return (
+            f"The question counts {ont.layer_name(asked).replace('_', ' ')} nodes, but the query counts "
+            f"{counted[0]}, a {other}: count the {asked} nodes the question asks about."
         )
 
     def _symbol_labels(self, query: str) -> dict[str, str]:
@@ -2033,6 +2100,15 @@ class CypherAgent:
             return False
         state.messages.append(Message.user(f"{feedback}\nWrite a corrected {what}."))
         return True
+
+
+_PINNED_ENDS_COUNTED = (
+    "Both ends of the query's path are named nodes, so counting them gives 0 or 1: for how many hops lie "
+    "between them, RETURN length(p) for p = shortestPath((a)-[:REL*]-(b))."
+)
+
+#: the share of the time budget a form's one short constrained call may still start in
+_FORM_GRACE = 0.5
 
 
 def _vote_rounds(rounds: Sequence[Sequence[Outcome]]) -> Outcome | None:

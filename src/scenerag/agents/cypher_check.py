@@ -146,12 +146,26 @@ _VAR_LENGTH = re.compile(r"\[[^\]]*\*[^\]]*\]")
 _PLAIN_COUNT = re.compile(r"\bcount\s*\(\s*(?!DISTINCT\b|\*)([A-Za-z_]\w*)\s*\)", re.I)
 
 
+_VAR_LENGTH_END = re.compile(r"\[[^\]]*\*[^\]]*\]->\s*\(\s*([A-Za-z_]\w*)")
+_STAR_COUNT = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.I)
+
+
 def _distinct_counts(result: CheckResult) -> None:
     """``count(o)`` of nodes reached by a variable-length path: a node under several parents (an object
-    on three places) is reached once per path, so nodes are counted ``DISTINCT``."""
+    on three places) is reached once per path, so nodes are counted ``DISTINCT``; ``count(*)`` too, where
+    one variable-length path leads down to one node that no clause groups by itself (``RETURN o.class,
+    count(*)`` counts paths per class)."""
     if not _VAR_LENGTH.search(result.query):
         return
     fixed = _PLAIN_COUNT.sub(lambda m: f"count(DISTINCT {m.group(1)})", result.query)
+    ends = set(_VAR_LENGTH_END.findall(fixed))
+    if len(_VAR_LENGTH.findall(fixed)) == 1 and len(ends) == 1:
+        (end,) = ends
+        grouped = re.search(
+            rf"\b(?:RETURN|WITH)\s+(?:DISTINCT\s+)?(?:[^;]*?,\s*)?{end}\s*(?:,|AS\b)", fixed, re.I
+        )
+        if not grouped:
+            fixed = _STAR_COUNT.sub(f"count(DISTINCT {end})", fixed)
     if fixed != result.query:
         result.rewrites.append("a variable-length path reaches a node once per path: counted DISTINCT nodes")
         result.query = fixed

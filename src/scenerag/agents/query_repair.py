@@ -929,9 +929,15 @@ _SHORTEST_BOUND = re.compile(
 )
 
 
+_SHORTEST_OPEN = re.compile(
+    r"(shortestPath\s*\(\s*\([^()]*\)\s*<?-\s*\[[^\]*]*\*)\s*(?:(\d+)\s*\.\.)?\s*(\])", re.I
+)
+
+
 def widen_shortest_paths(query: str) -> tuple[str, list[str]]:
     """``shortestPath((a)-[:MESH_PLACE_CONNECTED*..10]-(b))``: a small upper bound turns a long route into
-    "no route"; a shortest path search stops at the shortest anyway, so the bound is raised to 200."""
+    "no route"; a shortest path search stops at the shortest anyway, so the bound is raised to 200 (and set
+    to 200 where there is none: the store refuses an unbounded walk)."""
     notes: list[str] = []
 
     def widen(m: re.Match[str]) -> str:
@@ -941,6 +947,11 @@ def widen_shortest_paths(query: str) -> tuple[str, list[str]]:
         return m.group(1) + "200"
 
     fixed = _SHORTEST_BOUND.sub(widen, query)
+    # ``[:ROOM_CONNECTED*]`` (or ``*1..``) with no upper bound: refused as a whole-graph walk, though a shortest
+    # path stops at the shortest; bounded by 200
+    fixed, n = _SHORTEST_OPEN.subn(lambda m: m.group(1) + (m.group(2) or "") + "..200" + m.group(3), fixed)
+    if n:
+        notes.append("a shortest path needs an upper bound on its hops here: searched up to 200")
     return fixed, notes[:1]
 
 
@@ -1543,6 +1554,64 @@ def drop_class_filter(query: str, values: Collection[str]) -> tuple[str, list[st
             return query, []
         notes.append(f"dropped the filter on {value!r}: the question never asks for it")
     return re.sub(r"\s{2,}", " ", _without_empty_where(out)).strip(), notes
+
+
+_PINNED_NODE = r"\((\w+)(?::`?\w+`?)*\s*\{[^{}]*'[^']*'[^{}]*\}\)"
+_PINNED_ENDS = re.compile(_PINNED_NODE + r"\s*<?-\[:\w*CONNECTED\w*\*[^\]]*\]->?\s*" + _PINNED_NODE, re.I)
+
+
+def counts_pinned_ends(query: str) -> bool:
+    """Whether ``query`` counts the ends of a variable-length path along one layer's edges whose two ends it
+    pins by a literal (``(a {class: 'lounge'})-[:ROOM_CONNECTED*]-(b {nodeSymbol: 'R5'}) RETURN count(b)``):
+    0 or 1 however far apart they are, where the question asks how many hops."""
+    m = _PINNED_ENDS.search(query)
+    if m is None or "RETURN" not in query.upper():
+        return False
+    tail = query[query.upper().rfind("RETURN") :]
+    ends = "|".join(re.escape(v) for v in (m.group(1), m.group(2)))
+    return bool(re.search(rf"\bcount\s*\(\s*(?:DISTINCT\s+)?(?:{ends}|\*)\s*\)", tail, re.I))
+
+
+def drop_contradicted_class(
+    query: str, classes_of: Callable[[str], Collection[str]]
+) -> tuple[str, list[str]]:
+    """A node pinned by symbol and filtered on a class it does not have (``(o:Object {class: 'bin'}) WHERE
+    o.nodeSymbol = 'O64'`` for the trash can O64): the symbol says which node is meant, so the class filter,
+    which can only empty the answer, goes. ``classes_of``: a symbol's classes (lower-case; empty when
+    unknown, then nothing changes). ``(query, notes)``; unchanged when the class fits or its value is used
+    anywhere else in the query, or the query says OR (``r.class = 'lounge' OR r.nodeSymbol = 'R5'`` pins no
+    node)."""
+    if re.search(r"\b(?:X?OR)\b", _blank_strings(query), re.I):
+        return query, []
+    pins = [
+        (m.group(1), m.group(2))
+        for m in re.finditer(rf"\((\w+)(?::\w+)*\s*\{{[^{{}}]*?\b{ont.SYMBOL_KEY}\s*:\s*'([^']+)'", query)
+    ] + [(m.group(1), m.group(2)) for m in re.finditer(rf"\b(\w+)\.{ont.SYMBOL_KEY}\s*=\s*'([^']+)'", query)]
+    wrong: list[tuple[str, str]] = []
+    for var, symbol in dict.fromkeys(pins):
+        own = {c.lower() for c in classes_of(symbol)}
+        if not own:
+            continue
+        for value in dict.fromkeys(
+            [
+                m.group(1)
+                for m in re.finditer(
+                    rf"\({re.escape(var)}(?::\w+)*\s*\{{[^{{}}]*?\b{ont.CLASS_KEY}\s*:\s*'([^']*)'", query
+                )
+            ]
+            + re.findall(rf"\b{re.escape(var)}\.{ont.CLASS_KEY}\s*=\s*'([^']*)'", query)
+        ):
+            if value.lower() not in own and len(re.findall(rf"'{re.escape(value)}'", query)) == 1:
+                wrong.append((symbol, value))
+    out, notes = query, []
+    for symbol, value in wrong:
+        fixed, dropped = drop_class_filter(out, [value])
+        if dropped:
+            out = fixed
+            notes.append(
+                f"{symbol} is not of class {value!r}: dropped that filter, the symbol names the node"
+            )
+    return out, notes
 
 
 def memberless_scopes(query: str, schema: GraphSchema) -> list[tuple[str, str, list[str]]]:

@@ -59,6 +59,10 @@ class Words:
     sequence_words: tuple[str, ...] = ()
     alternative_words: tuple[str, ...] = ()
     position_words: tuple[str, ...] = ()
+    #: words asking for a count of the nodes named right after them ("how many objects")
+    count_words: tuple[str, ...] = ()
+    #: words ranking nodes by a distance ("the closest chair"): a query for them measures one
+    distance_superlatives: tuple[str, ...] = ()
     #: a goal sketch's class the instruction goes on to describe: the description starts with one of
     #: ``description_openers`` right after the class ("the chairs *in* the hallway next to the lounge") and
     #: ends at punctuation or one of ``clause_words`` ("..., *then* stay there")
@@ -213,6 +217,8 @@ _LISTS = (
     "alternative_words",
     "every_words",
     "position_words",
+    "count_words",
+    "distance_superlatives",
     "description_openers",
     "negation_words",
     "exclusion_words",
@@ -279,6 +285,8 @@ def _merge(files: Sequence[Path]) -> Words:
         sequence_words=tuple(lists.get("sequence_words", ())),
         alternative_words=tuple(lists.get("alternative_words", ())),
         position_words=tuple(lists.get("position_words", ())),
+        count_words=tuple(lists.get("count_words", ())),
+        distance_superlatives=tuple(lists.get("distance_superlatives", ())),
         description_openers=tuple(lists.get("description_openers", ())),
         negation_words=tuple(lists.get("negation_words", ())),
         exclusion_words=tuple(lists.get("negation_words", ())) + tuple(lists.get("exclusion_words", ())),
