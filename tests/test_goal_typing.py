@@ -340,6 +340,12 @@ _MENTIONS = {
         ("Go by the box first, then wait in R3.", "(and (visited-object [box]) (in-room R3))", None),
         ("Inspect the chairs and then stay in R5.", "(and (safe [seating]) (in-room R5))", None),
         ("Go to the box nearest the bag.", "(visited-object [box nearest the bag])", None),
+        # a bracket naming its node by symbol: what follows is another part of the route, not a description
+        (
+            "Make your way to hallway R5 by way of hallway R3 and stay in R5.",
+            "(and (in-room [hallway R5]) (visited-room R3))",
+            None,
+        ),
     ],
 )
 def test_a_class_the_instruction_describes_is_widened_to_its_description(

@@ -788,6 +788,9 @@ def widen_to_descriptions(
         inner = token[1:-1].strip()
         if not inner or ont.has_symbol_shape(inner):
             continue
+        spots = words.said_spans(inner, words.description_openers)
+        if any(ont.has_symbol_shape(w) for w in inner[: spots[0][0] if spots else None].split()):
+            continue  # "[hallway R5]": a symbol names the node, nothing after it can narrow it ("by way of R3")
         named = token
         if words.says(inner, words.description_openers):
             # the model's own words for a description ("[storage in bed]" for "storage unit right by the
