@@ -283,3 +283,17 @@ def test_an_unbounded_shortest_path_gets_a_bound() -> None:
     )
     exact = "MATCH p = shortestPath((a)-[:R*2]-(b)) RETURN p"
     assert widen_shortest_paths(exact) == (exact, [])
+
+
+def test_a_class_filter_that_empties_the_answer_goes_at_once(store: CypherStore) -> None:
+    """A query that finds nothing because of a class the question never names runs without it, with no
+    second call; a yes/no question keeps its empty answer ("no" may be right)."""
+    copied = "MATCH (r:Room {nodeSymbol: 'R3'})-[:CONTAINS*]->(o:Object) WHERE o.class = 'seating' RETURN o.nodeSymbol"
+    truth = {r["o.nodeSymbol"] for r in store.query(copied.replace(" WHERE o.class = 'seating'", "")).rows}
+    assert truth and not store.query(copied).rows
+    agent, model = scripted_agent(store, [copied])
+    result = agent.run("List every object that sits inside room R3.", answer_type="set")
+    assert len(model.calls) == 1 and result.answer is not None
+    assert set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    agent, model = scripted_agent(store, [copied, copied])
+    assert agent.run("Is there anything in room R3?").answer == "no" and len(model.calls) == 2

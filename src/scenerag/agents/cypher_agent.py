@@ -961,6 +961,14 @@ class CypherAgent:
                 outcome = self._evaluate(state, reply, draft.cypher, question, answer_type, links)
                 if key:
                     seen[key] = outcome
+            if key not in flagged and outcome.grade in (Grade.EMPTY, Grade.DOUBTFUL):
+                # found nothing with a class the question never names: run without it at once
+                unasked = self._without_unasked_class(
+                    state, reply, outcome, question, answer_type, links, empty_only=True
+                )
+                if unasked is not None:
+                    out.append(unasked)
+                    continue
             if (
                 key in flagged
                 and outcome.grade in (Grade.EMPTY, Grade.DOUBTFUL)
@@ -985,18 +993,25 @@ class CypherAgent:
         question: str,
         answer_type: str | None,
         links: Sequence[Link],
+        *,
+        empty_only: bool = False,
     ) -> Outcome | None:
         """A query written again after it was doubted for filtering on a class the question never names, run
         without that filter, where the worked examples shown to the model hold the class (it was copied from
-        an example) or the query found nothing with it; the new outcome when it holds up (graded OK), else
-        None (the model's query is kept)."""
+        an example) or the query found nothing with it (``empty_only``: only then, for a query written the
+        first time); the new outcome when it holds up (graded OK), else None (the model's query is kept)."""
         invented = [
             v.strip("'") for v in self._invented(outcome.cypher, links, question) if v.startswith("'")
         ]
         # a filter the worked examples shown to the model hold was copied; one the model insists on from
         # elsewhere may know what the question leaves unsaid ("those rooms"), unless it empties the answer
         shown = state.messages[1].content if len(state.messages) > 1 else ""
-        empty = outcome.grade == Grade.EMPTY or (outcome.result is not None and not outcome.result.rows)
+        # found nothing (not a yes/no question: there "no" may be the answer)
+        empty = (
+            outcome.grade == Grade.EMPTY or (outcome.result is not None and not outcome.result.rows)
+        ) and not (answer_type in (None, "string") and self.words.is_yes_no(question))
+        if empty_only and not empty:
+            return None
         classes = [v for v in invented if not ont.has_symbol_shape(v) and (empty or f"'{v}'" in shown)]
         if not classes:
             return None
@@ -1167,7 +1182,7 @@ class CypherAgent:
         if wrong:
             doubts.append(("layer", wrong))
         superlative = self.words.says(question, self.words.distance_superlatives)
-        if superlative and not measures_distance(query) and not re.search(r"\bshortestPath\b", query, re.I):
+        if superlative and not re.search(r"\b(?:distance|sqrt|shortestPath|length)\s*\(", query, re.I):
             doubts.append(
                 (
                     "ranking",
