@@ -297,3 +297,24 @@ def test_a_class_filter_that_empties_the_answer_goes_at_once(store: CypherStore)
     assert set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
     agent, model = scripted_agent(store, [copied, copied])
     assert agent.run("Is there anything in room R3?").answer == "no" and len(model.calls) == 2
+
+
+def test_a_pair_joined_through_an_unnamed_place_is_measured_apart() -> None:
+    from scenerag.agents.query_repair import unjoin_measured_pair
+
+    joined = (
+        "MATCH (x:Object {class: 'bed'})-[:CONTAINS*]-(:MeshPlace)-[:CONTAINS*]->(y:Object) "
+        "WHERE y <> x AND point.distance(x.center, y.center) < 1.0 RETURN DISTINCT y.nodeSymbol"
+    )
+    fixed, notes = unjoin_measured_pair(joined, {"Object"})
+    assert fixed.startswith("MATCH (x:Object {class: 'bed'}), (y:Object) WHERE") and notes
+    # the question names the layer ("on the same place"), or nothing measures the pair: kept
+    assert unjoin_measured_pair(joined, {"Object", "MeshPlace"}) == (joined, [])
+    shared = joined.replace(" AND point.distance(x.center, y.center) < 1.0", "")
+    assert unjoin_measured_pair(shared, {"Object"}) == (shared, [])
+    # one holds the other: the objects of the lounge measured from its center
+    held = (
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object) "
+        "RETURN o.nodeSymbol ORDER BY point.distance(r.center, o.center) DESC LIMIT 1"
+    )
+    assert unjoin_measured_pair(held, {"Object"}) == (held, [])

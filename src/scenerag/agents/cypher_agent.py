@@ -105,6 +105,7 @@ from scenerag.agents.query_repair import (
     symbol_for_position,
     symbols_as_nodes,
     ternary_to_case,
+    unjoin_measured_pair,
     unpin_twice_named,
     unrelated_nodes,
     var_labels,
@@ -1058,6 +1059,8 @@ class CypherAgent:
             query, more = drop_unnamed_container(
                 query, self._named_labels(question, links), self.store.schema()
             )
+            notes += more
+            query, more = unjoin_measured_pair(query, self._named_labels(question, links))
             notes += more
             if self._asks_a_thing(question):
                 query, more = comparison_as_choice(query, _naming_literals(links))

@@ -1219,6 +1219,45 @@ def drop_unnamed_container(
     return query, []
 
 
+def _node_pattern(name: str) -> str:
+    return rf"(?P<{name}>\(\s*(?P<{name}v>[A-Za-z_]\w*)\s*(?::\s*`?\w+`?)?\s*(?:\{{[^{{}}]*\}})?\s*\))"
+
+
+_MEASURED_PAIR = re.compile(
+    _node_pattern("a")
+    + rf"(?P<up>{_HOP})"
+    + r"\(\s*:\s*`?(?P<ml>\w+)`?\s*\)"
+    + rf"(?P<down>{_HOP})"
+    + _node_pattern("b")
+)
+
+
+def unjoin_measured_pair(query: str, named_labels: Collection[str]) -> tuple[str, list[str]]:
+    """Two nodes held side by side by an unnamed container of a layer the question never names, whose distance the
+    query measures (``(x {class: 'bed'})-[:CONTAINS*]-(:MeshPlace)-[:CONTAINS*]->(y) WHERE point.distance(
+    x.center, y.center) < 1.0``): the join keeps only what shares a container, where the distance is what is
+    asked. The two are matched apart. ``(query, notes)``; unchanged for a layer in ``named_labels``."""
+    for m in _MEASURED_PAIR.finditer(query):
+        a, b, label = m.group("av"), m.group("bv"), m.group("ml")
+        if (
+            label in named_labels
+            or m.group("up").rstrip().endswith(">")
+            or m.group("down").lstrip().startswith("<")
+        ):
+            continue  # one holds the other ("the lounge's objects"): not two held side by side
+        measured = (
+            rf"point\.distance\s*\(\s*(?:{a}\.center\s*,\s*{b}\.center|{b}\.center\s*,\s*{a}\.center)\s*\)"
+        )
+        if not re.search(measured, query, re.I):
+            continue
+        fixed = query[: m.start()] + m.group("a") + ", " + m.group("b") + query[m.end() :]
+        return fixed, [
+            f"the question never names a {label}: the distance between {a} and {b} is asked, not that they "
+            f"share a {label} (matched them apart)"
+        ]
+    return query, []
+
+
 _JOINED_SUBQUERY = re.compile(r"\s+(?:OR|AND)\s+(?:NOT\s+)?(?:EXISTS|COUNT)\s*\{", re.I)
 
 
