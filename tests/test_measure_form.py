@@ -78,6 +78,9 @@ def test_compiled_queries_answer_from_the_graph(
     assert forms.compile(MeasureForm("Object", "any", None, "O999999", None, "nearest", None, "id")) is None
     assert forms.compile(MeasureForm("Object", "toilet", None, bike, None, "nearest", None, "id")) is None
     assert forms.compile(MeasureForm("Object", "any", "R99", bike, None, "nearest", None, "id")) is None
+    # a form that ranks nothing and bounds nothing measures nothing ("which room is the bike in")
+    assert forms.compile(MeasureForm("Room", "any", None, bike, None, "none", None, "id")) is None
+    assert forms.compile(MeasureForm("Object", "any", None, bike, None, "none", None, "distance")) is not None
 
 
 def test_the_agent_fills_the_form_when_a_measuring_query_does_not_hold_up(

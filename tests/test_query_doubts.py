@@ -318,3 +318,22 @@ def test_a_pair_joined_through_an_unnamed_place_is_measured_apart() -> None:
         "RETURN o.nodeSymbol ORDER BY point.distance(r.center, o.center) DESC LIMIT 1"
     )
     assert unjoin_measured_pair(held, {"Object"}) == (held, [])
+
+
+def test_a_node_given_for_what_kind_is_sent_back(store: CypherStore) -> None:
+    """ "what sort of thing ..." answered with a symbol: doubted once, the class is taken."""
+    symbol = (
+        "MATCH (x:Object), (b:Object {class: 'bicycle'}) WHERE x <> b "
+        "RETURN x.nodeSymbol ORDER BY point.distance(x.center, b.center) LIMIT 1"
+    )
+    kind = symbol.replace("RETURN x.nodeSymbol", "RETURN x.class")
+    agent, model = scripted_agent(store, [symbol, kind], measure_form=False)
+    result = agent.run("what sort of thing is sitting closest to the bicycle?", answer_type="string")
+    assert "return its class" in model.calls[1].messages[-1].content
+    assert result.answer == store.query(kind).rows[0]["x.class"]
+    agent, model = scripted_agent(store, [symbol], measure_form=False)
+    assert (
+        agent.run("which object is closest to the bicycle?", answer_type="string").answer
+        == (store.query(symbol).rows[0]["x.nodeSymbol"])
+    )
+    assert len(model.calls) == 1

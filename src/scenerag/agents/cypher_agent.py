@@ -1011,8 +1011,8 @@ class CypherAgent:
         empty = (
             outcome.grade == Grade.EMPTY or (outcome.result is not None and not outcome.result.rows)
         ) and not (answer_type in (None, "string") and self.words.is_yes_no(question))
-        if empty_only and not empty:
-            return None
+        if empty_only and not (empty and outcome.result is not None and not outcome.result.rows):
+            return None  # at once only for no rows at all (a count of 0 may be wrong in more ways)
         classes = [v for v in invented if not ont.has_symbol_shape(v) and (empty or f"'{v}'" in shown)]
         if not classes:
             return None
@@ -1229,6 +1229,13 @@ class CypherAgent:
             and self.words.is_yes_no(question)
         ):
             doubts.append(("kind", _YES_NO_KIND))
+        if answer is not None and _symbols_of(answer) and self._asks_kind(question):
+            doubts.append(
+                (
+                    "kind",
+                    "The question asks what kind of thing it is: return its class (x.class), not its symbol.",
+                )
+            )
         if answer is not None and counts_pinned_ends(query):
             doubts.append(("kind", _PINNED_ENDS_COUNTED))
         loose = unrelated_nodes(query) if answer is not None else []
@@ -1266,6 +1273,15 @@ class CypherAgent:
                 )
             )
         return doubts
+
+    def _asks_kind(self, question: str) -> bool:
+        """Whether ``question`` asks for a class: a ``kind_words`` word right after its first question word
+        ("what sort of thing is closest to the bike")."""
+        m = self.words.find_any(question, self.words.which)
+        if m is None:
+            return False
+        after = [w.strip(".,?!:;").lower() for w in question[m.end() :].split()[:1]]
+        return bool(after) and after[0] in self.words.kind_words
 
     def _idle_ranking(self, query: str) -> str | None:
         """Why an ``ORDER BY ... LIMIT n`` of ``query`` chooses nothing (None when it does, or it cannot be

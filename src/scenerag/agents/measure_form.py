@@ -194,10 +194,12 @@ class MeasureForms:
     # -- compiler ---------------------------------------------------------------------------------------
     def compile(self, form: MeasureForm, *, ordered: bool = False) -> str | None:
         """The Cypher query ``form`` asks for (None when it names a layer, class, room or node the graph does
-        not have). ``ordered`` (the answer is a list): a ranking keeps every node in its order, by id or
+        not have, or measures nothing: no ranking, no bound, no distance asked). ``ordered`` (the answer is a list): a ranking keeps every node in its order, by id or
         class, instead of the first."""
         if form.find not in self.labels:
             return None
+        if form.rank == "none" and form.within is None and form.answer != "distance":
+            return None  # no distance ranks or bounds anything: every node but one is no answer to a measure
         if form.cls != ANY and form.cls not in self.classes.get(form.find, []):
             return None
         ref = self._reference(form.ref)

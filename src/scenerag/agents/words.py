@@ -59,6 +59,8 @@ class Words:
     sequence_words: tuple[str, ...] = ()
     alternative_words: tuple[str, ...] = ()
     position_words: tuple[str, ...] = ()
+    #: right after a question word, words asking for a node's class ("what *kind* of object")
+    kind_words: tuple[str, ...] = ()
     #: words asking for a count of the nodes named right after them ("how many objects")
     count_words: tuple[str, ...] = ()
     #: words ranking nodes by a distance ("the closest chair"): a query for them measures one
@@ -218,6 +220,7 @@ _LISTS = (
     "every_words",
     "position_words",
     "count_words",
+    "kind_words",
     "distance_superlatives",
     "description_openers",
     "negation_words",
@@ -286,6 +289,7 @@ def _merge(files: Sequence[Path]) -> Words:
         alternative_words=tuple(lists.get("alternative_words", ())),
         position_words=tuple(lists.get("position_words", ())),
         count_words=tuple(lists.get("count_words", ())),
+        kind_words=tuple(lists.get("kind_words", ())),
         distance_superlatives=tuple(lists.get("distance_superlatives", ())),
         description_openers=tuple(lists.get("description_openers", ())),
         negation_words=tuple(lists.get("negation_words", ())),
