@@ -340,6 +340,16 @@ _MENTIONS = {
         ("Go by the box first, then wait in R3.", "(and (visited-object [box]) (in-room R3))", None),
         ("Inspect the chairs and then stay in R5.", "(and (safe [seating]) (in-room R5))", None),
         ("Go to the box nearest the bag.", "(visited-object [box nearest the bag])", None),
+        (  # the instruction's own verb after the description is not part of it
+            "I need every trash can in the hallway that has the box in it inspected.",
+            "(all (safe [trash]))",
+            "(all (safe [trash can in the hallway that has the box in it]))",
+        ),
+        (  # two brackets the model kept apart are not widened into one
+            "Visit every hallway except the one with the box, and don't set foot in that one at all.",
+            "(and (all (visited-room [hallway])) (not (visited-room [hallway with box])))",
+            "(and (all (visited-room [hallway except the one with the box])) (not (visited-room [hallway with box])))",
+        ),
         # a bracket naming its node by symbol: what follows is another part of the route, not a description
         (
             "Make your way to hallway R5 by way of hallway R3 and stay in R5.",
@@ -568,3 +578,34 @@ def test_through_the_agent_a_widened_room_is_no_scope(store: CypherStore) -> Non
     )
     result = agent.run("Grab the food, then go hang out in the hallway with the bike.", task="pddl")
     assert not any("[food in" in note for note in result.context.get("rewrites", []))
+
+
+def test_a_part_the_sketch_leaves_out_joins_it_as_that_part_describes_it() -> None:
+    """Two parts naming the same class each add it as their own words describe it ("the hallway where the
+    bike is" / "the hallway with the lamp"), so the two do not resolve to one room; a part naming a thing the
+    sketch covers adds nothing."""
+    from scenerag.agents.goal_sketch import Named, complete_parts
+
+    hallway = Named(("hallway",), "[hallway]", "room", ("R2", "R3", "R4", "R5"))
+    signs = Named(("signs",), "[sign]", "object", ("O3", "O255"))
+    out, notes = complete_parts(
+        "(all (safe [sign]))",
+        "Inspect all the signs, then end up in the hallway where the bike is - and never go into the hallway "
+        "with the lamp.",
+        [signs, hallway],
+        D,
+        load_words(),
+        canonical=lambda text: ["sign"] if "sign" in text else [],
+    )
+    assert "(in-room [hallway where the bike is])" in out
+    assert "(not (visited-room [hallway with the lamp]))" in out and len(notes) == 2
+    # no description after the mention: the class itself
+    out, _ = complete_parts(
+        "(all (safe [sign]))",
+        "Inspect all the signs, then wait in a hallway.",
+        [signs, hallway],
+        D,
+        load_words(),
+        canonical=lambda text: ["sign"] if "sign" in text else [],
+    )
+    assert "(in-room [hallway])" in out

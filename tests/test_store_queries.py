@@ -6,6 +6,7 @@ import gc
 import math
 import statistics
 import types
+from collections.abc import Iterator
 
 import pytest
 
@@ -202,6 +203,33 @@ def test_slow_query_times_out(loaded_store: CypherStore) -> None:
         )
     assert info.value.kind == "timeout"
     # the store still answers afterwards
+    assert loaded_store.query("MATCH (r:Room) RETURN count(r) AS n", timeout_s=30).rows == [{"n": 5}]
+
+
+def test_a_read_that_overran_its_limit_is_a_timeout_even_if_the_engine_finished(
+    loaded_store: CypherStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine checks a termination only at some steps, so a read may finish after its deadline fired:
+    it is still reported as a timeout (the same outcome on every run), not as rows."""
+    import contextlib
+
+    from scenerag.store import arcade
+
+    if not isinstance(loaded_store, arcade.ArcadeStore):
+        pytest.skip("the Bolt store's deadline is the server's transaction timeout")
+
+    @contextlib.contextmanager
+    def fired_at_once(deadline: float, fn: object) -> Iterator[object]:  # fired; the engine goes on
+        class Fired:
+            fired = True
+
+        yield Fired()
+
+    monkeypatch.setattr(arcade, "cancel_at", fired_at_once)
+    with pytest.raises(QueryError) as info:
+        loaded_store.query("MATCH (r:Room) RETURN count(r) AS n", timeout_s=0.5)
+    assert info.value.kind == "timeout"
+    monkeypatch.undo()
     assert loaded_store.query("MATCH (r:Room) RETURN count(r) AS n", timeout_s=30).rows == [{"n": 5}]
 
 

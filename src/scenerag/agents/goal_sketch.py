@@ -517,7 +517,7 @@ def complete_parts(
         member = domain.families[key].get(thing.kind) if key in domain.families else key
         if member is None or domain.predicates.get(member) != (thing.kind,):
             continue
-        atom: list = [member, thing.argument]
+        atom: list = [member, _described(thing, text, at, words)]
         if "not" in keys:
             atom = ["not", atom]
         added.append(atom)
@@ -526,6 +526,33 @@ def complete_parts(
         return sketch, []
     body = tree[1:] if str(tree[0]).lower() == "and" else [tree]
     return _unparse(["and", *body, *added]), notes
+
+
+def _described(thing: Named, text: str, at: int, words: Words) -> str:
+    """The argument for ``thing`` said at ``at`` in the part ``text``: a class with the description the part
+    goes on to give ("never go into the hallway *with the lamp*" -> ``[hallway with the lamp]``), so that it
+    is resolved as that part says, not as another part describes the same class; else its argument."""
+    if not thing.argument.startswith("["):
+        return thing.argument
+    ends = [e for s, e in words.said_spans(text, [m for m in thing.mentions if m]) if s == at]
+    if not ends:
+        return thing.argument
+    rest = text[max(ends) :]
+    lead = len(rest) - len(rest.lstrip())
+    if not any(s == lead for s, _ in words.said_spans(rest, words.description_openers)):
+        return thing.argument
+    said = " ".join(text[at:].split()).strip(" .,;:!?-")
+    return f"[{said}]"
+
+
+def _goal_participle(word: str, words: Words) -> bool:
+    """Whether ``word`` is a goal word said as a participle ("inspected", "checked"): a verb asking for the
+    goal, not a word of a description."""
+    low = word.strip(".,;:!?'\"").lower()
+    if not low.endswith("d"):
+        return False
+    said = [w for key, family in words.goal_words.items() if key != "not" for w in family if " " not in w]
+    return any(words.said_spans(low, [w]) and low != w for w in said)
 
 
 def _names_of(arg: str, mentions: Callable[[str], Sequence[str]]) -> list[str]:
@@ -824,6 +851,8 @@ def widen_to_descriptions(
                 tail.pop()
         else:
             tail = said_rest[:stop].split()
+        if len(tail) > 1 and _goal_participle(tail[-1], words):
+            tail.pop()  # the instruction's own verb after it: "the hallway that has the box in it *inspected*"
         description = " ".join(tail)
         content = [w for w in re.findall(r"[a-z0-9]+", description.lower()) if w not in words.stop]
         if not content or not words.said_spans(description, words.description_openers):
@@ -831,6 +860,8 @@ def widen_to_descriptions(
         if all(words.said_spans(w, list(words.layer_words)) for w in content):
             continue  # "every hallway on the floor": a layer's name alone describes no one node
         widened = f"[{instruction[own[0][0] : end]} {description}]"
+        if widened in changed.values() or widened in brackets:
+            continue  # two brackets the model kept apart stay apart ("every hallway except the one with ...")
         changed[token] = widened
         heads[token] = named
         described[token] = (end, end + stop)

@@ -288,6 +288,15 @@ class _RunningQuery:
             query.terminate(reason)
 
 
+def _timed_out(cypher: str, timeout_s: float) -> QueryError:
+    return QueryError(
+        "timeout",
+        f"the query took longer than its time limit ({timeout_s:g} s) and was cancelled",
+        cypher,
+        hint="narrow it: start from a nodeSymbol, bound hops (*1..3), add LIMIT",
+    )
+
+
 def _java_messages(exc: BaseException) -> list[str]:
     """``"<class>: <message>"`` of a Java exception and of each of its causes, outermost first."""
     out: list[str] = []
@@ -601,12 +610,7 @@ class ArcadeStore(CypherStore):
             interrupts.raise_if_interrupted()  # terminated by a signal: report the interruption
             message = str(exc)
             if expiry.fired and "terminated" in message.lower():
-                raise QueryError(
-                    "timeout",
-                    f"the query took longer than its time limit ({timeout_s:g} s) and was cancelled",
-                    cypher,
-                    hint="narrow it: start from a nodeSymbol, bound hops (*1..3), add LIMIT",
-                ) from None
+                raise _timed_out(cypher, timeout_s) from None
             if "QueryNotIdempotent" in message or "not idempotent" in message:
                 raise QueryError(
                     "write_refused",
@@ -615,6 +619,10 @@ class ArcadeStore(CypherStore):
                     hint="writes need read_only=False (CLI: --write)",
                 ) from None
             raise db_error(message, cypher) from None
+        if expiry.fired and not write:
+            # the engine finished before it saw the termination (it checks only at some steps): the read
+            # still overran its limit, so it is reported as the timeout it was, the same on every run
+            raise _timed_out(cypher, timeout_s)
         columns = list(rows[0]) if rows else []
         return columns, rows, truncated
 
