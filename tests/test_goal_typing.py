@@ -609,3 +609,19 @@ def test_a_part_the_sketch_leaves_out_joins_it_as_that_part_describes_it() -> No
         canonical=lambda text: ["sign"] if "sign" in text else [],
     )
     assert "(in-room [hallway])" in out
+
+
+def test_a_choice_of_one_makes_every_any() -> None:
+    from scenerag.agents.goal_sketch import choice_as_any
+
+    words = load_words()
+    out, notes = choice_as_any(
+        "(all (holding [decoration from the lounge]))",
+        "Grab a decoration from the lounge - either one is fine.",
+        words,
+    )
+    assert out == "(any (holding [decoration from the lounge]))" and notes
+    # every member asked for, or no choice offered: unchanged
+    kept = "(all (safe [seating]))"
+    assert choice_as_any(kept, "Inspect all the chairs, any order.", words) == (kept, [])
+    assert choice_as_any(kept, "Inspect the chairs in R5.", words) == (kept, [])

@@ -49,6 +49,7 @@ from scenerag.agents.goal_sketch import (
     Named,
     SketchError,
     align_to_verbs,
+    choice_as_any,
     complete_parts,
     end_where_said,
     join_to_relation,
@@ -2028,6 +2029,8 @@ class CypherAgent:
         notes += more
         self._widened.update(widened)
         goal, more = sequence_as_and(goal, question, self.words)
+        notes += more
+        goal, more = choice_as_any(goal, question, self.words)
         notes += more
         goal, more = end_where_said(goal, question, self.domain, self.words, mentions)
         notes += more

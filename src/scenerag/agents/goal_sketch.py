@@ -358,6 +358,28 @@ def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, l
     return out, [f"{sketch} -> {out}: the instruction asks for these in turn, not for one of them"]
 
 
+def choice_as_any(sketch: str, instruction: str, words: Words) -> tuple[str, list[str]]:
+    """``sketch`` with each ``(all ...)`` made ``(any ...)`` when the instruction offers a choice of one
+    (the language's ``choice_words``: "grab a decoration from the lounge, either one is fine") and says none
+    of its ``every_words``: every member is not asked for. Unchanged otherwise, with a note when changed."""
+    if not words.says(instruction, words.choice_words) or words.says(instruction, words.every_words):
+        return sketch, []
+    tree = _parsed(sketch)
+    if tree is None:
+        return sketch, []
+
+    def swap(node: object) -> object:
+        if not isinstance(node, list) or not node:
+            return node
+        head = str(node[0]).lower()
+        return ["any" if head in ("all", "every", "forall") else node[0], *(swap(c) for c in node[1:])]
+
+    out = _unparse(swap(tree))
+    if out == _unparse(tree):
+        return sketch, []
+    return out, [f"{sketch} -> {out}: the instruction offers a choice of one, not every one"]
+
+
 def end_where_said(
     sketch: str,
     instruction: str,

@@ -1585,7 +1585,7 @@ def drop_class_filter(query: str, values: Collection[str]) -> tuple[str, list[st
         out = re.sub(rf"\s*\{{\s*class\s*:\s*{lit}\s*\}}", "", out)  # (x:Object {class: 'v'})
         out = re.sub(rf"\bclass\s*:\s*{lit}\s*,\s*", "", out)  # {class: 'v', nodeSymbol: ...}
         out = re.sub(rf",\s*class\s*:\s*{lit}\s*(?=\}})", "", out)
-        cond = rf"\w+\.class\s*=\s*{lit}"
+        cond = rf"\w+\.class\s*(?:=\s*{lit}|IN\s*\[\s*{lit}\s*\])"  # x.class IN ['v'] is the same filter
         out = re.sub(rf"\s+AND\s+{cond}", "", out, flags=re.I)
         out = re.sub(rf"(\bWHERE\s+){cond}\s+AND\s+", r"\1", out, flags=re.I)
         out = re.sub(rf"\bWHERE\s+{cond}\s*", "", out, flags=re.I)
