@@ -277,6 +277,19 @@ def test_a_room_sketched_for_the_objects_in_it_and_one_of_many(
     # kept; one it names is scoped
     assert scope_to_named_class("(in-room R3)", ["bicycle"], D, {"O43"}) == ("(in-room R3)", [])
     assert scope_to_named_class("(in-room R5)", ["seating"], D, {"R5"})[0] == "(in-room [seating in R5])"
+    # the class said elsewhere than with the room ("the trash can nearest the bike ..., finish in the
+    # lounge"): no scope
+    assert scope_to_named_class("(in-room R1)", ["bicycle"], D, {"R1"}, said_in=lambda room: False) == (
+        "(in-room R1)",
+        [],
+    )
+    agent, _ = scripted_agent(
+        store, ["Goal: (and (object-in-place [trash closest to the bicycle] [bed]) (in-room [lounge]))"]
+    )
+    kept = agent.run(
+        "Bring the trash can nearest the bike over to the bed, and finish in the lounge.", task="pddl"
+    )
+    assert kept.answer and "(in-room R1)" in kept.answer, (kept.answer, kept.error)
     agent, _ = scripted_agent(store, ["Goal: (all (visited-object [seating in R5]))"])
     every = agent.run("Visit all the chairs in R5, any order.", task="pddl").answer
     assert every and every.startswith("(and ")

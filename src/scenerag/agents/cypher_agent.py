@@ -2055,7 +2055,12 @@ class CypherAgent:
             phrase for phrase in self._widened if not self._said_right_after(question, unused_said, phrase)
         }
         goal, more = scope_to_named_class(
-            goal, list(dict.fromkeys(unused)), self.domain, set(_named_nodes(links)), described
+            goal,
+            list(dict.fromkeys(unused)),
+            self.domain,
+            set(_named_nodes(links)),
+            described,
+            said_in=lambda room: self._said_in_one_part(question, unused_said, room, links),
         )
         notes += more
         if not notes:
@@ -2079,6 +2084,26 @@ class CypherAgent:
             if kind is not None:
                 out.append(Named(link.mentions, argument, kind, tuple(symbols)))
         return out
+
+    def _said_in_one_part(self, text: str, mentions: Sequence[str], room: str, links: Sequence[Link]) -> bool:
+        """Whether ``text`` says one of ``mentions`` and then ``room`` (a symbol, said as itself or by a
+        class with that one member, or a bracket's words) in one part: no punctuation or ``part_words``
+        between ("one of the chairs in R5")."""
+        if room.startswith("["):
+            said = [room.strip("[]")]
+        else:
+            said = [room, *(m for link in links if link.symbols == (room,) for m in link.mentions)]
+        firsts = self.words.said_spans(text, [m for m in mentions if m])
+        rooms = self.words.said_spans(text, [m for m in said if m])
+        for _, end in firsts:
+            after = [s for s, _ in rooms if s >= end]
+            if after:
+                between = text[end : min(after)]
+                if not re.search(r"[,.;:!?()]", between) and not self.words.says(
+                    between, self.words.part_words
+                ):
+                    return True
+        return False
 
     def _said_right_after(self, text: str, mentions: Sequence[str], phrase: str) -> bool:
         """Whether ``phrase`` starts at most two words after one of ``mentions`` in ``text`` ("the decorations

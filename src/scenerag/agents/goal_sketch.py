@@ -730,6 +730,7 @@ def scope_to_named_class(
     domain: GoalDomain,
     named: set[str] | None = None,
     described: Collection[str] = (),
+    said_in: Callable[[str], bool] = lambda _: True,
 ) -> tuple[str, list[str]]:
     """A sketch that names a room where the instruction names a class of objects in it ("wait by one of the
     chairs in R5" sketched ``(in-room R5)``): with exactly one object class the instruction names and the
@@ -737,7 +738,9 @@ def scope_to_named_class(
     class's members in the room (``(in-room [seating in R5])``; the graph then types the predicate). A room
     given as a symbol the instruction does not name (``named``: "the hallway where the bike is" already
     found as R3) is the model's answer, not the instruction's scope, and a room phrase widened to the
-    instruction's description (``described``) is no scope either: unchanged."""
+    instruction's description (``described``) is no scope either, nor a room the instruction does not say
+    after the class in one part (``said_in(room)``: "the trash can nearest the bike ..., and finish in the
+    lounge" names the bike elsewhere): unchanged."""
     if len(unused) != 1:
         return sketch, []
     tree = _parsed(sketch)
@@ -767,6 +770,8 @@ def scope_to_named_class(
         return sketch, []
     if str(atom[1]).strip("[]").strip() in described:
         return sketch, []  # a room the instruction describes ("the hallway with the bike") is no scope
+    if not said_in(str(atom[1])):
+        return sketch, []
     where = str(atom[1]).strip("[]")
     before = _unparse(atom)
     atom[1] = f"[{unused[0]} in {where}]"
