@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from scenerag.agents.query_repair import return_clause
 from scenerag.agents.words import Words, load_words
 from scenerag.graph.ontology import SYMBOL_KEY, has_symbol_shape
 from scenerag.lang.sldp import (
@@ -150,14 +151,14 @@ def format_rows(
         len(cells_all) == 1
         and _is_count(cells_all[0])
         and answer_type in (None, "string")
-        and _COUNT_ONLY.fullmatch(_return_clause(query)[len("RETURN") :].strip())
+        and _COUNT_ONLY.fullmatch(return_clause(query)[len("RETURN") :].strip())
         and words.is_yes_no(question)
     ):
         return words.yes_no(cells_all[0] > 0)  # "Is there a bin in R2?" counted: whether any is
     if not rows or not columns:
         return "0" if answer_type == "number" and _AGGREGATE.search(query or "") is None else NOT_FOUND
     single = bool(_LIMIT1.search(query)) or (
-        len(rows) == 1 and bool(_AGGREGATE.search(_return_clause(query))) and not _collects(query)
+        len(rows) == 1 and bool(_AGGREGATE.search(return_clause(query))) and not _collects(query)
     )
     if (
         len(columns) == 2
@@ -298,13 +299,8 @@ def zero_when_nothing_matches(query: str) -> bool:
     would be counted); a measure of nothing (a distance, an average, a coordinate) has no value."""
     if re.search(r"\bcount\s*\(", query, re.I):
         return True
-    return _MEASURE.search(_return_clause(query) or query) is None
-
-
-def _return_clause(query: str) -> str:
-    idx = query.upper().rfind("RETURN")
-    return query[idx:] if idx >= 0 else ""
+    return _MEASURE.search(return_clause(query) or query) is None
 
 
 def _collects(query: str) -> bool:
-    return re.search(r"\bcollect\s*\(", _return_clause(query), re.I) is not None
+    return re.search(r"\bcollect\s*\(", return_clause(query), re.I) is not None

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from scenerag.agents.measure_form import ANY, MeasureForms, form_values
-from scenerag.agents.query_repair import cypher_string
+from scenerag.agents.query_repair import cypher_string, return_clause
 from scenerag.agents.words import Words, fill_templates
 from scenerag.graph import ontology as ont
 from scenerag.lang.gbnf import Chars, Grammar, alt, one_of, plus, seq
@@ -46,7 +46,7 @@ _LIMIT_ONE = re.compile(r"\bLIMIT\s+1\b", re.I)
 def compares_two(cypher: str) -> bool:
     """Whether ``cypher`` compares two values or picks one of two named things (what the form is for): its
     RETURN compares, it branches on a CASE, or it ranks a two-item list down to one."""
-    tail = cypher[cypher.upper().rfind("RETURN") :] if "RETURN" in cypher.upper() else ""
+    tail = return_clause(cypher)
     if tail and (_RETURN_COMPARES.search(tail) or _CASE.search(tail)):
         return True
     return bool(_PAIR.search(cypher) and _LIMIT_ONE.search(cypher))

@@ -100,6 +100,7 @@ from scenerag.agents.query_repair import (
     repair_node_operators,
     repair_query,
     repair_symbol_layers,
+    return_clause,
     return_the_neighbour,
     split_subquery_alternatives,
     split_subquery_arithmetic,
@@ -1009,10 +1010,10 @@ class CypherAgent:
         # elsewhere may know what the question leaves unsaid ("those rooms"), unless it empties the answer
         shown = state.messages[1].content if len(state.messages) > 1 else ""
         # found nothing (not a yes/no question: there "no" may be the answer)
-        empty = (
-            outcome.grade == Grade.EMPTY or (outcome.result is not None and not outcome.result.rows)
-        ) and not (answer_type in (None, "string") and self.words.is_yes_no(question))
-        if empty_only and not (empty and outcome.result is not None and not outcome.result.rows):
+        yes_no = answer_type in (None, "string") and self.words.is_yes_no(question)
+        no_rows = outcome.result is not None and not outcome.result.rows
+        empty = (outcome.grade == Grade.EMPTY or no_rows) and not yes_no
+        if empty_only and not (no_rows and not yes_no):
             return None  # at once only for no rows at all (a count of 0 may be wrong in more ways)
         classes = [v for v in invented if not ont.has_symbol_shape(v) and (empty or f"'{v}'" in shown)]
         if not classes:
@@ -1057,11 +1058,10 @@ class CypherAgent:
                 notes += more
             query, more = one_hop(query, self._connection(question, links))
             notes += more
-            query, more = drop_unnamed_container(
-                query, self._named_labels(question, links), self.store.schema()
-            )
+            named_labels = self._named_labels(question, links)
+            query, more = drop_unnamed_container(query, named_labels, self.store.schema())
             notes += more
-            query, more = unjoin_measured_pair(query, self._named_labels(question, links))
+            query, more = unjoin_measured_pair(query, named_labels)
             notes += more
             if self._asks_a_thing(question):
                 query, more = comparison_as_choice(query, _naming_literals(links))
@@ -1602,8 +1602,7 @@ class CypherAgent:
         """Why the count ``query`` returns is of another layer than the question counts ("How many objects
         are in the rooms next to R3?" answered by counting the rooms); None when it is, or it is unclear."""
         asked = self._asked_label(question, links, self.words.count_words)
-        tail = query[query.upper().rfind("RETURN") :] if "RETURN" in query.upper() else ""
-        counted = re.findall(r"\bcount\s*\(\s*(?:DISTINCT\s+)?(\w+)\s*\)", tail, re.I)
+        counted = re.findall(r"\bcount\s*\(\s*(?:DISTINCT\s+)?(\w+)\s*\)", return_clause(query), re.I)
         if asked is None or len(set(counted)) != 1:
             return None
         labels = var_labels(query).get(counted[0], set())

@@ -1164,6 +1164,23 @@ def var_labels(query: str) -> dict[str, set[str]]:
         return {}
 
 
+def return_clause(query: str) -> str:
+    """The query from its last ``RETURN`` on (empty when it has none)."""
+    at = query.upper().rfind("RETURN")
+    return query[at:] if at >= 0 else ""
+
+
+def _key_filters(query: str, key: str) -> list[tuple[str, str]]:
+    """``(variable, value)`` for each filter of ``query`` on the property ``key``, in a node's map
+    (``(o:Object {class: 'bin'})``) or a WHERE equality (``o.class = 'bin'``), once each in order."""
+    in_map = [
+        (m.group(1), m.group(2))
+        for m in re.finditer(rf"\((\w+)(?::\w+)*\s*\{{[^{{}}]*?\b{key}\s*:\s*'([^']*)'", query)
+    ]
+    in_where = [(m.group(1), m.group(2)) for m in re.finditer(rf"\b(\w+)\.{key}\s*=\s*'([^']*)'", query)]
+    return list(dict.fromkeys(in_map + in_where))
+
+
 def _blank_strings(query: str) -> str:
     """``query`` with the text of its string literals blanked (same length), so brackets, braces and words
     inside them are not read as the query's."""
@@ -1604,9 +1621,9 @@ def counts_pinned_ends(query: str) -> bool:
     pins by a literal (``(a {class: 'lounge'})-[:ROOM_CONNECTED*]-(b {nodeSymbol: 'R5'}) RETURN count(b)``):
     0 or 1 however far apart they are, where the question asks how many hops."""
     m = _PINNED_ENDS.search(query)
-    if m is None or "RETURN" not in query.upper():
+    if m is None:
         return False
-    tail = query[query.upper().rfind("RETURN") :]
+    tail = return_clause(query)
     ends = "|".join(re.escape(v) for v in (m.group(1), m.group(2)))
     return bool(re.search(rf"\bcount\s*\(\s*(?:DISTINCT\s+)?(?:{ends}|\*)\s*\)", tail, re.I))
 
@@ -1622,24 +1639,13 @@ def drop_contradicted_class(
     node)."""
     if re.search(r"\b(?:X?OR)\b", _blank_strings(query), re.I):
         return query, []
-    pins = [
-        (m.group(1), m.group(2))
-        for m in re.finditer(rf"\((\w+)(?::\w+)*\s*\{{[^{{}}]*?\b{ont.SYMBOL_KEY}\s*:\s*'([^']+)'", query)
-    ] + [(m.group(1), m.group(2)) for m in re.finditer(rf"\b(\w+)\.{ont.SYMBOL_KEY}\s*=\s*'([^']+)'", query)]
+    filters = _key_filters(query, ont.CLASS_KEY)
     wrong: list[tuple[str, str]] = []
-    for var, symbol in dict.fromkeys(pins):
-        own = {c.lower() for c in classes_of(symbol)}
+    for var, symbol in _key_filters(query, ont.SYMBOL_KEY):
+        own = {c.lower() for c in classes_of(symbol)} if symbol else set()
         if not own:
             continue
-        for value in dict.fromkeys(
-            [
-                m.group(1)
-                for m in re.finditer(
-                    rf"\({re.escape(var)}(?::\w+)*\s*\{{[^{{}}]*?\b{ont.CLASS_KEY}\s*:\s*'([^']*)'", query
-                )
-            ]
-            + re.findall(rf"\b{re.escape(var)}\.{ont.CLASS_KEY}\s*=\s*'([^']*)'", query)
-        ):
+        for value in (v for on, v in filters if on == var):
             if value.lower() not in own and len(re.findall(rf"'{re.escape(value)}'", query)) == 1:
                 wrong.append((symbol, value))
     out, notes = query, []
@@ -1659,12 +1665,8 @@ def memberless_scopes(query: str, schema: GraphSchema) -> list[tuple[str, str, l
     Whatever the question, such a scope makes the answer empty (or a count of 0) by construction."""
     found: list[tuple[str, str, list[str]]] = []
     labels = var_labels(query)
-    tail = query[query.upper().rfind("RETURN") :] if "RETURN" in query.upper() else ""
-    pairs = [
-        (m.group(1), m.group(2))
-        for m in re.finditer(r"\((\w+)(?::\w+)*\s*\{[^{}]*?\bclass\s*:\s*'([^']*)'", query)
-    ] + [(m.group(1), m.group(2)) for m in re.finditer(r"\b(\w+)\.class\s*=\s*'([^']*)'", query)]
-    for var, value in dict.fromkeys(pairs):
+    tail = return_clause(query)
+    for var, value in _key_filters(query, ont.CLASS_KEY):
         if re.search(rf"\b{re.escape(var)}\b", tail):
             continue
         for label in sorted(labels.get(var, ())):
