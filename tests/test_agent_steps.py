@@ -881,3 +881,42 @@ def test_a_number_for_a_yes_no_question_is_sent_back(store: CypherStore) -> None
     result = agent.run("is the bag closer to light O237 than it is to the bed?", answer_type="string")
     assert result.answer in ("yes", "no", "true", "false") and len(model.calls) == 2
     assert "asks yes or no" in str(model.calls[1].messages[-1].content)
+
+
+def test_a_ranking_of_one_aggregate_row_passes_on_the_node_it_dropped(store: CypherStore) -> None:
+    """``WITH count(o) AS n ORDER BY n DESC LIMIT 1`` ranks a single row: the room it dropped was the key,
+    so it is passed on and the later ``(r)`` is the room with the most objects."""
+    query = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
+        "MATCH (r)-[:CONTAINS*]->(s:Object {class: 'seating'}) RETURN count(DISTINCT s) AS c"
+    )
+    fixed, notes = carry_dropped_nodes(query)
+    truth = (
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
+        "MATCH (r)-[:CONTAINS*]->(s:Object {class: 'seating'}) RETURN count(DISTINCT s) AS c"
+    )
+    assert notes and fixed == truth
+    assert store.query(fixed).rows != store.query(query).rows
+    # a key kept, or no ranking after the aggregate: left alone
+    assert carry_dropped_nodes(truth) == (truth, [])
+    plain = query.replace(" ORDER BY n DESC LIMIT 1", "")
+    assert carry_dropped_nodes(plain) == (plain, [])
+
+
+def test_the_reference_is_left_out_of_what_lies_within_a_distance_of_it(store: CypherStore) -> None:
+    from scenerag.agents.query_repair import exclude_the_reference
+
+    query = (
+        "MATCH (b:Object {class: 'bag'}), (o:Object) WHERE point.distance(b.center, o.center) <= 2 "
+        "RETURN count(DISTINCT o) AS n"
+    )
+    fixed, notes = exclude_the_reference(query)
+    assert notes and "o <> b AND point.distance" in fixed
+    assert store.query(fixed).rows[0]["n"] == store.query(query).rows[0]["n"] - 1
+    # kept apart already, no common label, or the reference itself returned: unchanged
+    apart = query.replace("WHERE ", "WHERE o <> b AND ")
+    assert exclude_the_reference(apart) == (apart, [])
+    places = query.replace("(o:Object)", "(o:MeshPlace)")
+    assert exclude_the_reference(places) == (places, [])
+    both = query.replace("RETURN count(DISTINCT o) AS n", "RETURN b.nodeSymbol, o.nodeSymbol")
+    assert exclude_the_reference(both) == (both, [])

@@ -205,3 +205,25 @@ def test_two_named_nodes_and_a_ranking_of_their_whole_class_ask_for_the_form(sto
     agent, model = scripted_agent(store, [ranked], compare_form=True)
     assert agent.run("Which sign is mounted highest?", answer_type="string").answer == signs[0]
     assert len(model.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "fixed"),
+    [
+        ("Which one sits higher up, the food or the bag?", "smaller", "larger"),
+        ("Is the bed lower than the bike?", "more?", "fewer?"),
+        ("Which is closer to R2: O8 or O9?", "larger", "smaller"),
+        ("Which has more seating, R1 or R5?", "larger", "larger"),
+        # no comparative, words both ways, or a difference: the model's answer stands
+        ("Compare O8 and O9 by height: which one?", "smaller", "smaller"),
+        ("Which one is nearer, and higher?", "smaller", "smaller"),
+        ("How many more chairs does R1 have than R5?", "difference", "difference"),
+    ],
+)
+def test_the_answer_ranks_the_way_the_question_s_comparative_goes(
+    question: str, answer: str, fixed: str
+) -> None:
+    from scenerag.agents.compare_form import CompareForm, in_direction
+
+    form = CompareForm("food", "bag", "z", answer)
+    assert in_direction(form, question, load_words()).answer == fixed

@@ -331,6 +331,11 @@ _MENTIONS = {
             "(object-in-place [box] P2541)",
             "(object-in-place [box that's nearest the bicycle] P2541)",
         ),
+        (  # a word leading to a destination goes on describing where the atom has none
+            "At some point pass through the hallway that opens onto the lounge.",
+            "(visited-room [hallway])",
+            "(visited-room [hallway that opens onto the lounge])",
+        ),
         (  # the description as said: a symbol keeps its case (a lower-cased 'r4' names no room)
             "Inspect whatever object is nearest to the light in hallway R4.",
             "(safe [light])",
@@ -638,3 +643,70 @@ def test_a_choice_of_one_makes_every_any() -> None:
     kept = "(all (safe [seating]))"
     assert choice_as_any(kept, "Inspect all the chairs, any order.", words) == (kept, [])
     assert choice_as_any(kept, "Inspect the chairs in R5.", words) == (kept, [])
+
+
+def test_a_choice_among_several_parts_keeps_every_part() -> None:
+    """``(all A B)`` with a choice word asks for A and for B, each among its own members: never A or B."""
+    from scenerag.agents.goal_sketch import choice_as_any
+
+    out, notes = choice_as_any(
+        "(all (safe O95) (in-room [hallway with the most objects]))",
+        "inspect O95 and then wait in whichever hallway has the most objects",
+        load_words(),
+    )
+    assert out == "(and (any (safe O95)) (any (in-room [hallway with the most objects])))" and notes
+    goal = resolve_sketch(out, D, classes=lambda name, kind: ["R5"])
+    assert goals_equivalent(goal.goal, "(and (safe O95) (in-room R5))")
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "fixed"),
+    [
+        # two ends asked at once: the thing named after the last word that asks to end keeps it
+        (
+            "Drop by the food first, and after that go wait next to the bicycle.",
+            "(and (at-object [food]) (at-object [bicycle]))",
+            "(and (visited-object [food]) (at-object [bicycle]))",
+        ),
+        (
+            "wait in R3 after you have been to R2",
+            "(and (in-room R2) (in-room R3))",
+            "(and (visited-room R2) (in-room R3))",
+        ),
+        # unchanged: one end; no word asks to end; ends of two kinds (the bike may be in R3); a choice
+        ("Go to R2, then wait in R3.", "(and (visited-room R2) (in-room R3))", None),
+        ("Go to R2 and R3.", "(and (in-room R2) (in-room R3))", None),
+        ("Wait in R3 by the bicycle.", "(and (in-room R3) (at-object [bicycle]))", None),
+        ("Wait in R2 or R3.", "(or (in-room R2) (in-room R3))", None),
+    ],
+)
+def test_only_one_end_of_a_conjunction_stays_an_end(instruction: str, sketch: str, fixed: str | None) -> None:
+    from scenerag.agents.goal_sketch import one_end
+
+    mentions = {"bicycle": ["bicycle"], "food": ["food"]}
+    out, notes = one_end(sketch, instruction, D, load_words(), lambda c: mentions.get(c, []))
+    assert (out, bool(notes)) == ((fixed, True) if fixed else (sketch, False))
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "fixed"),
+    [
+        (
+            "Stop by the bicycle, but never set foot in the lounge.",
+            "(and (visited-object [bicycle]) (not (in-room [lounge])))",
+            "(and (visited-object [bicycle]) (not (visited-room [lounge])))",
+        ),
+        ("Keep away from the bed.", "(not (at-object [bed]))", "(not (visited-object [bed]))"),
+        # a word asks where to end: not ending there is what is meant
+        ("Visit R2 but don't finish in R3.", "(and (visited-room R2) (not (in-room R3)))", None),
+        # positive ends are end_where_said's and one_end's
+        ("Never go to R4.", "(not (visited-room R4))", None),
+    ],
+)
+def test_a_negated_end_with_no_word_asking_to_end_avoids_the_visit(
+    instruction: str, sketch: str, fixed: str | None
+) -> None:
+    from scenerag.agents.goal_sketch import never_entered
+
+    out, notes = never_entered(sketch, instruction, D, load_words())
+    assert (out, bool(notes)) == ((fixed, True) if fixed else (sketch, False))

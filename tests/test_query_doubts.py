@@ -339,3 +339,87 @@ def test_a_node_given_for_what_kind_is_sent_back(store: CypherStore) -> None:
         == (store.query(symbol).rows[0]["x.nodeSymbol"])
     )
     assert len(model.calls) == 1
+
+
+def test_a_scope_no_node_has_goes_at_once_when_nothing_matches(store: CypherStore) -> None:
+    """ "on this floor" as a Room of class 'floor' finds no rows: not the answer "none" (the question
+    never says 'floor' as a class), so the query runs without it, with no second call."""
+    floor = "MATCH (r:Room {class: 'floor'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN DISTINCT o.nodeSymbol"
+    signs = [r["s"] for r in store.query("MATCH (o:Object {class: 'sign'}) RETURN o.nodeSymbol AS s").rows]
+    agent, model = scripted_agent(store, [floor], measure_form=False)
+    result = agent.run("List all the signs on this floor (ids please).", answer_type="set")
+    assert len(model.calls) == 1 and result.answer is not None
+    assert set(result.answer.strip("<>").replace(" ", "").split(",")) == set(signs)
+    # a class the question says is an answer: nothing in the kitchen
+    kitchen = floor.replace("'floor'", "'kitchen'")
+    agent, model = scripted_agent(store, [kitchen], measure_form=False)
+    assert agent.run("Which signs are in the kitchen?", answer_type="set").answer == "<>"
+    assert len(model.calls) == 1
+
+
+def test_classes_given_for_which_nodes_are_sent_back(store: CypherStore) -> None:
+    """ "Which objects are in R4?" answered with their classes: doubted once, the symbols are taken; asked
+    for kinds, the classes stand."""
+    classes = "MATCH (:Room {nodeSymbol: 'R4'})-[:CONTAINS*]->(o:Object) RETURN DISTINCT o.class"
+    ids = classes.replace("o.class", "o.nodeSymbol")
+    agent, model = scripted_agent(store, [classes, ids], measure_form=False)
+    result = agent.run("Which objects are in R4?", answer_type="set")
+    assert len(model.calls) == 2 and "not their kinds" in model.calls[1].messages[-1].content
+    truth = {r["o.nodeSymbol"] for r in store.query(ids).rows}
+    assert result.answer is not None and set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    agent, model = scripted_agent(store, [classes], measure_form=False)
+    agent.run("What kinds of objects are in R4?", answer_type="set")
+    assert len(model.calls) == 1
+
+
+def test_a_misspelt_word_is_read_as_the_one_known_word_a_swap_away() -> None:
+    from scenerag.agents.words import load_words
+
+    words = load_words()
+    assert words.respelled("pls inspcet O95", ["seating"]) == (
+        "pls inspect O95",
+        ["read 'inspcet' as 'inspect'"],
+    )
+    assert words.respelled("which categroy of seatnig", ["seating"])[0] == "which category of seating"
+    # known words, short words and words a swap from no known word stay as written
+    for text in ("Where is the bicycle?", "how far is it from R2", "a recieved parcel"):
+        assert words.respelled(text, ["bicycle"]) == (text, [])
+
+
+def test_a_class_said_only_of_the_named_node_filters_no_other(store: CypherStore) -> None:
+    """ "nearest to appliance O10": 'appliance' is O10's own class, not a filter on the answer; asked as
+    "which appliance is nearest to appliance O10", the filter stands."""
+    o10 = store.query("MATCH (o:Object {nodeSymbol: 'O10'}) RETURN o.class AS c").rows[0]["c"]
+    query = (
+        f"MATCH (x:Object {{class: '{o10}'}}), (ref:Object {{nodeSymbol: 'O10'}}) WHERE x <> ref "
+        "RETURN x.class ORDER BY point.distance(x.center, ref.center) LIMIT 1"
+    )
+    truth = store.query(query.replace(f" {{class: '{o10}'}}", "")).rows[0]["x.class"]
+    agent, model = scripted_agent(store, [query], measure_form=False, compare_form=False)
+    assert agent.run(f"What kind of object is nearest to {o10} O10?", answer_type="string").answer == truth
+    assert len(model.calls) == 1 and truth != o10
+    agent, model = scripted_agent(store, [query, query], measure_form=False, compare_form=False)
+    result = agent.run(f"Which {o10} is nearest to {o10} O10?", answer_type="string")
+    assert "dropped the filter" not in " ".join(result.context.get("rewrites", []))
+
+
+def test_no_before_a_word_is_a_negation_but_not_as_an_answer_named() -> None:
+    from scenerag.agents.words import load_words
+
+    words = load_words()
+    assert words.negations("which place has no connection to any other place?") == ["no"]
+    assert words.negations("Is R1 next to R2, yes or no please?") == []
+    assert words.negations("no. which room is it") == []
+    assert words.negations("which objects were not given a room?") == ["not"]
+
+
+def test_a_question_saying_no_thing_sends_back_a_query_that_negates_nothing(store: CypherStore) -> None:
+    ranked = (
+        "MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]-(b:MeshPlace) WITH a, count(DISTINCT b) AS n "
+        "ORDER BY n DESC LIMIT 1 RETURN a.nodeSymbol"
+    )
+    lonely = "MATCH (p:MeshPlace) WHERE NOT (p)-[:MESH_PLACE_CONNECTED]-() RETURN p.nodeSymbol"
+    agent, model = scripted_agent(store, [ranked, lonely], measure_form=False, compare_form=False)
+    result = agent.run("which mesh place has no connection to any other place?", answer_type="string")
+    assert len(model.calls) == 2 and "negates nothing" in model.calls[1].messages[-1].content
+    assert result.answer == store.query(lonely).rows[0]["p.nodeSymbol"]

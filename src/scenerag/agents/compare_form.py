@@ -28,6 +28,7 @@ __all__ = [
     "CompareForms",
     "as_asked",
     "compares_two",
+    "in_direction",
     "parse_compare",
     "ranks_to_one",
 ]
@@ -98,6 +99,18 @@ def as_asked(form: CompareForm, yes_no: bool, number: bool = False) -> CompareFo
         return form
     else:
         answer = (_AS_YES_NO if yes_no else _AS_WHICH).get(form.answer, form.answer)
+    return form if answer == form.answer else dataclasses.replace(form, answer=answer)
+
+
+def in_direction(form: CompareForm, question: str, words: Words) -> CompareForm:
+    """``form`` ranking the way the question's comparatives go (the language's ``larger_words`` /
+    ``smaller_words``: "which sits higher up" asks for the larger z), when they go one way only; the answer
+    kind (which of two, or yes/no) is kept. Unchanged for a difference, or words both ways or neither."""
+    larger = bool(words.says(question, words.larger_words))
+    if form.answer == "difference" or larger == bool(words.says(question, words.smaller_words)):
+        return form
+    which = form.answer in _AS_YES_NO
+    answer = ("larger" if larger else "smaller") if which else ("more?" if larger else "fewer?")
     return form if answer == form.answer else dataclasses.replace(form, answer=answer)
 
 

@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from scenerag.agents import prompts
 from scenerag.agents.answer_format import NOT_FOUND, format_rows, zero_when_nothing_matches
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
-from scenerag.agents.compare_form import CompareForms, as_asked, compares_two, parse_compare, ranks_to_one
+from scenerag.agents.compare_form import (
+    CompareForms,
+    as_asked,
+    compares_two,
+    in_direction,
+    parse_compare,
+    ranks_to_one,
+)
 from scenerag.agents.cypher_check import bind_named_classes, check_cypher
 from scenerag.agents.cypher_grammar import cypher_grammar, question_strings
 from scenerag.agents.cypher_tool import is_symbol, ran_record, summarize_rows
@@ -53,6 +60,8 @@ from scenerag.agents.goal_sketch import (
     complete_parts,
     end_where_said,
     join_to_relation,
+    never_entered,
+    one_end,
     only_negations,
     resolve_sketch,
     scope_to_named_class,
@@ -85,10 +94,12 @@ from scenerag.agents.query_repair import (
     drop_return_trip,
     drop_sql_group_by,
     drop_unnamed_container,
+    exclude_the_reference,
     extreme_in_with,
     group_by_the_other_node,
     holder_classes,
     inline_patterns,
+    key_filters,
     length_of_one_shortest_path,
     measure_the_counted_node,
     memberless_scopes,
@@ -496,15 +507,53 @@ class CypherAgent:
         outermost = self._deadline is None
         if outermost and self.config.time_budget_s is not None:
             self._deadline = start + self.config.time_budget_s
+        asked, respelled = (
+            self.words.respelled(question, self._class_names()) if outermost else (question, [])
+        )
         try:
-            result = self._run_once(question, task=task, answer_type=answer_type, allow_plan=True)
+            result = self._run_once(asked, task=task, answer_type=answer_type, allow_plan=True)
         finally:
             if outermost:
                 self._deadline = None
+        if respelled:
+            result.context["rewrites"] = [*respelled, *result.context.get("rewrites", [])]
         result.question = question
         result.wall_s = time.perf_counter() - start
         self.progress.stage("answer")
         return result
+
+    def _drop_apposed_classes(
+        self, query: str, question: str, links: Sequence[Link]
+    ) -> tuple[str, list[str]]:
+        """``query`` without a class filter on another node than the one a symbol pins, where the question
+        says that class only right before the symbol, as the symbol's own class ("nearest to appliance O10":
+        'appliance' describes O10, it asks for no appliance); ``(query, notes)``."""
+        symbols = {link.value for link in links if link.key == ont.SYMBOL_KEY}
+        pinned = {var for var, value in key_filters(query, ont.SYMBOL_KEY) if value in symbols}
+        values = {value for var, value in key_filters(query, ont.CLASS_KEY) if var not in pinned}
+        apposed = []
+        for value in sorted(values) if pinned else ():
+            said = {value.lower(), value.lower().replace("_", " ")}
+            said |= {w for w, classes in self.words.lexicon.items() if classes and classes[0] == value}
+            spans = self.words.said_spans(question, said)
+            after = [re.match(r"\s+([A-Za-z]{1,2}\d+)\b", question[e:]) for _, e in spans]
+            if spans and all(
+                m is not None
+                and m.group(1) in symbols
+                and (self.linker().class_of(m.group(1)) or "").lower() == value.lower()
+                for m in after
+            ):
+                apposed.append(value)
+        if not apposed:
+            return query, []
+        fixed, notes = drop_class_filter(query, apposed)
+        said_of = "the question says it of the named node"
+        return fixed, [n.replace("the question never asks for it", said_of) for n in notes]
+
+    def _class_names(self) -> list[str]:
+        """Every class value the graph holds, of any label (what a misspelt word may be meant as)."""
+        props = self.store.schema().node_properties
+        return [v for by_key in props.values() if (i := by_key.get(ont.CLASS_KEY)) for v in i.values or ()]
 
     def _out_of_time(self, state: RunState, grace: float = 0.0) -> bool:
         """Whether the question's time budget is spent (then no new round, plan or sample starts); ``grace``
@@ -863,6 +912,7 @@ class CypherAgent:
         form = parse_compare(reply)
         if form is not None:
             form = as_asked(form, self._asks_whether(question), answer_type == "number")
+            form = in_direction(form, question, self.words)
         cypher = forms.compile(form) if form is not None else None
         if form is None or cypher is None:
             return None
@@ -1016,6 +1066,8 @@ class CypherAgent:
         if empty_only and not (no_rows and not yes_no):
             return None  # at once only for no rows at all (a count of 0 may be wrong in more ways)
         classes = [v for v in invented if not ont.has_symbol_shape(v) and (empty or f"'{v}'" in shown)]
+        if no_rows and not yes_no:  # a scope no node can be ("on this floor" as a Room of class 'floor')
+            classes += [v for v in self._unsaid_scopes(outcome.cypher, question) if v not in classes]
         if not classes:
             return None
         query, notes = drop_class_filter(outcome.cypher, classes)
@@ -1063,6 +1115,8 @@ class CypherAgent:
             notes += more
             query, more = unjoin_measured_pair(query, named_labels)
             notes += more
+            query, more = self._drop_apposed_classes(query, question, links)
+            notes += more
             if self._asks_a_thing(question):
                 query, more = comparison_as_choice(query, _naming_literals(links))
                 notes += more
@@ -1078,7 +1132,10 @@ class CypherAgent:
             counts = answer_type == "number" and zero_when_nothing_matches(ran or query)
             outcome.answer = self.words.yes_no(False) if yes_no else ("0" if counts else NOT_FOUND)
             doubts = self._doubts(ran or query, question, links, None)
-            if self._names_absent_value(ran or query, links):
+            # an absent class the question never says as one ("on this floor": no Room is a floor) is a
+            # scope the query made up, not the answer "none"
+            scoped = any(kind == "scope" for kind, _ in doubts)
+            if not scoped and self._names_absent_value(ran or query, links):
                 outcome.grade = Grade.OK  # it asked for something the graph does not hold: a true "not found"
             elif doubts:
                 outcome.grade, outcome.problem = Grade.DOUBTFUL, " ".join(text for _, text in doubts)
@@ -1170,9 +1227,8 @@ class CypherAgent:
                 )
         # a class the question names that no node has is an answer ("chairs in the kitchen": none); a
         # layer's own word ("on this floor") names no class
-        layers = {w for w in self.words.layer_words if " " not in w}
         for label, value, classes in memberless_scopes(query, self.store.schema()):
-            if not _value_said(value, question, ignore=layers):
+            if value in self._unsaid_scopes(query, question):
                 doubts.append(
                     (
                         "scope",
@@ -1204,7 +1260,7 @@ class CypherAgent:
                         f"{'it' if len(numbers) == 1 else 'them'}.",
                     )
                 )
-        negated = self.words.says(question, self.words.negation_words)
+        negated = self.words.negations(question)
         if negated and not _NEGATES.search(query):
             doubts.append(
                 (
@@ -1239,6 +1295,15 @@ class CypherAgent:
             )
         if answer is not None and counts_pinned_ends(query):
             doubts.append(("kind", _PINNED_ENDS_COUNTED))
+        classes_for = self._classes_for_nodes(query, question, answer)
+        if classes_for:
+            doubts.append(
+                (
+                    "kind",
+                    f"The question asks which {ont.layer_name(classes_for[1]).replace('_', ' ')} nodes, not "
+                    f"their kinds: return {classes_for[0]}.{ont.SYMBOL_KEY}, not {classes_for[0]}.class.",
+                )
+            )
         loose = unrelated_nodes(query) if answer is not None else []
         if loose:
             doubts.append(
@@ -1274,6 +1339,23 @@ class CypherAgent:
                 )
             )
         return doubts
+
+    def _classes_for_nodes(self, query: str, question: str, answer: str | None) -> tuple[str, str] | None:
+        """``(variable, label)`` where the question asks "which <layer word>" (no kind word anywhere in it)
+        and the query returns only that layer's classes (``RETURN DISTINCT o.class`` for "Which objects are
+        in R4?"); None otherwise."""
+        if answer is None or _symbols_of(answer) or self.words.says(question, self.words.kind_words):
+            return None
+        label = self._asked_label(question, ())  # a layer word only: "which furniture" may ask for kinds
+        m = re.fullmatch(
+            r"RETURN\s+(?:DISTINCT\s+)?(?:collect\s*\(\s*(?:DISTINCT\s+)?)?([A-Za-z_]\w*)\.class\s*\)?"
+            r"(?:\s+AS\s+\w+)?\s*;?",
+            return_clause(query).strip(),
+            re.I,
+        )
+        if label is None or m is None or label not in var_labels(query).get(m.group(1), set()):
+            return None
+        return m.group(1), label
 
     def _asks_kind(self, question: str) -> bool:
         """Whether ``question`` asks for a class: a ``kind_words`` word right after its first question word
@@ -1397,6 +1479,7 @@ class CypherAgent:
                 length_of_one_shortest_path,
                 measure_the_counted_node,
                 others_for_self_distance,
+                exclude_the_reference,
                 choice_column_only,
                 extreme_in_with,
             ):
@@ -1520,6 +1603,16 @@ class CypherAgent:
             if labels and self.words.says(question, [word]):
                 named.update(labels)
         return named
+
+    def _unsaid_scopes(self, query: str, question: str) -> list[str]:
+        """Class values of the query's memberless scopes (see :func:`memberless_scopes`) that the question
+        never says, a layer's own word not counting ("on this floor" names no class of Room)."""
+        layers = {w for w in self.words.layer_words if " " not in w}
+        return [
+            value
+            for _, value, _ in memberless_scopes(query, self.store.schema())
+            if not _value_said(value, question, ignore=layers)
+        ]
 
     def _names_absent_value(self, query: str, links: Sequence[Link] = ()) -> bool:
         """Whether the query filters on a value the graph does not hold (its answer is "not found" whatever
@@ -2032,6 +2125,10 @@ class CypherAgent:
         goal, more = choice_as_any(goal, question, self.words)
         notes += more
         goal, more = end_where_said(goal, question, self.domain, self.words, mentions)
+        notes += more
+        goal, more = one_end(goal, question, self.domain, self.words, mentions)
+        notes += more
+        goal, more = never_entered(goal, question, self.domain, self.words)
         notes += more
         goal, more = join_to_relation(goal, question, self.domain, self.words)
         notes += more

@@ -361,7 +361,8 @@ def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, l
 def choice_as_any(sketch: str, instruction: str, words: Words) -> tuple[str, list[str]]:
     """``sketch`` with each ``(all ...)`` made ``(any ...)`` when the instruction offers a choice of one
     (the language's ``choice_words``: "grab a decoration from the lounge, either one is fine") and says none
-    of its ``every_words``: every member is not asked for. Unchanged otherwise, with a note when changed."""
+    of its ``every_words``: every member is not asked for. An ``(all A B)`` of several parts still asks for
+    each part (``(and (any A) (any B))``). Unchanged otherwise, with a note when changed."""
     if not words.says(instruction, words.choice_words) or words.says(instruction, words.every_words):
         return sketch, []
     tree = _parsed(sketch)
@@ -372,7 +373,11 @@ def choice_as_any(sketch: str, instruction: str, words: Words) -> tuple[str, lis
         if not isinstance(node, list) or not node:
             return node
         head = str(node[0]).lower()
-        return ["any" if head in ("all", "every", "forall") else node[0], *(swap(c) for c in node[1:])]
+        if head not in ("all", "every", "forall"):
+            return [node[0], *(swap(c) for c in node[1:])]
+        if len(node) > 2:  # "(all A B)" asks for A and for B: the choice is among each one's members
+            return ["and", *(["any", swap(c)] for c in node[1:])]
+        return ["any", swap(node[1])]
 
     out = _unparse(swap(tree))
     if out == _unparse(tree):
@@ -400,12 +405,7 @@ def end_where_said(
     tree = _parsed(sketch)
     if tree is None or ends in _keys_positive(tree, domain):
         return sketch, []
-    others = [span for key, ws in table.items() if key != ends for span in words.said_spans(instruction, ws)]
-    said = [
-        (s, e)
-        for s, e in words.said_spans(instruction, table[ends])
-        if not any(a <= s and e <= b and b - a > e - s for a, b in others)  # "stay out of": not
-    ]
+    said = _end_spans(instruction, words)  # "stay out of": no end
     if not said:
         return sketch, []
     after = said[-1][1]
@@ -443,6 +443,124 @@ def end_where_said(
     before = _unparse(atom)
     atom[0] = member
     return _unparse(tree), [f"{before} -> {_unparse(atom)}: the instruction says to end there"]
+
+
+def _end_spans(instruction: str, words: Words) -> list[tuple[int, int]]:
+    """Where the instruction says a word of the ``ends-at`` family, not inside a longer phrase of another
+    family ("stay out of" says no end)."""
+    table = words.goal_words
+    others = [
+        span for key, ws in table.items() if key != "ends-at" for span in words.said_spans(instruction, ws)
+    ]
+    return [
+        (s, e)
+        for s, e in words.said_spans(instruction, table.get("ends-at", ()))
+        if not any(a <= s and e <= b and b - a > e - s for a, b in others)
+    ]
+
+
+def one_end(
+    sketch: str,
+    instruction: str,
+    domain: GoalDomain,
+    words: Words,
+    mentions: Callable[[str], Sequence[str]] = lambda _: (),
+) -> tuple[str, list[str]]:
+    """A sketch that asks to end at two things at once (``(and (at-object [food]) (at-object [bicycle]))`` for
+    "drop by the food first, then go wait next to the bicycle"): the robot ends in one place, so only the
+    thing named first after the last word that asks to end keeps the ``ends-at`` predicate; the others are
+    visits (the family's ``visited`` predicate). Only atoms of one predicate, parts of one conjunction;
+    unchanged when no word asks to end or none is named after it; a note per change."""
+    ends, visits = "ends-at", "visited"
+    if ends not in domain.families or visits not in domain.families:
+        return sketch, []
+    tree = _parsed(sketch)
+    said = _end_spans(instruction, words)
+    if tree is None or not said:
+        return sketch, []
+    notes: list[str] = []
+
+    def walk(node: object) -> None:
+        if not isinstance(node, list) or not node:
+            return
+        head = str(node[0]).lower()
+        if head not in ("and", "all"):
+            if head in ("or", "any"):
+                for child in node[1:]:
+                    walk(child)
+            return
+        parts = [c for c in node[1:] if isinstance(c, list) and len(c) == 2]
+        by_predicate: dict[str, list[list]] = {}
+        for part in parts:
+            head_p = str(part[0]).lower()
+            if domain.family_of(head_p) == ends:
+                by_predicate.setdefault(head_p, []).append(part)
+        for atoms in by_predicate.values():
+            if len({_unparse(a) for a in atoms}) < 2:
+                continue
+            after = said[-1][1]
+            named = []
+            for atom in atoms:
+                starts = [
+                    a
+                    for a, _ in words.said_spans(instruction, _names_of(str(atom[1]), mentions))
+                    if a >= after
+                ]
+                named.append(min(starts) if starts else None)
+            if sum(n is not None for n in named) == 0:
+                continue
+            keep = min((n, i) for i, n in enumerate(named) if n is not None)[1]
+            for i, atom in enumerate(atoms):
+                if i == keep:
+                    continue
+                member = domain.families[visits].get(domain.predicates[str(atom[0]).lower()][0])
+                if member is None:
+                    continue
+                before = _unparse(atom)
+                atom[0] = member
+                notes.append(
+                    f"{before} -> {_unparse(atom)}: the robot ends in one place, the instruction says "
+                    f"to end at {_unparse(atoms[keep][1])}"
+                )
+        for child in node[1:]:
+            walk(child)
+
+    walk(tree)
+    return (_unparse(tree), notes) if notes else (sketch, [])
+
+
+def never_entered(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> tuple[str, list[str]]:
+    """``(not (in-room [lounge]))`` for "never set foot in the lounge": a negated ``ends-at`` atom only keeps
+    the robot from ending there; where no word of the instruction asks to end, the avoidance is of going
+    there at all (the ``visited`` family's predicate, ``(not (visited-room [lounge]))``). Unchanged when the
+    instruction says to end somewhere ("don't finish in the lounge"); a note per change."""
+    ends, visits = "ends-at", "visited"
+    if ends not in domain.families or visits not in domain.families or _end_spans(instruction, words):
+        return sketch, []
+    tree = _parsed(sketch)
+    if tree is None:
+        return sketch, []
+    notes: list[str] = []
+
+    def walk(node: object, negated: bool) -> None:
+        if not isinstance(node, list) or not node:
+            return
+        head = str(node[0]).lower()
+        if negated and len(node) == 2 and domain.family_of(head) == ends:
+            member = domain.families[visits].get(domain.predicates[head][0])
+            if member is not None:
+                before = _unparse(node)
+                node[0] = member
+                notes.append(
+                    f"(not {before}) -> (not {_unparse(node)}): nothing asks where to end, so the "
+                    "instruction avoids going there at all"
+                )
+            return
+        for child in node[1:]:
+            walk(child, negated or head == "not")
+
+    walk(tree, False)
+    return (_unparse(tree), notes) if notes else (sketch, [])
 
 
 @dataclass(frozen=True)
@@ -787,7 +905,7 @@ def _head_gap(gap: str, words: Words) -> bool:
     *that's* nearest") and at most two other words, the rest of a compound name and an adverb ("storage
     *unit right* by"), but no clause break."""
     said = re.findall(r"[a-z]+", gap)
-    if _BREAK.search(gap) or words.said_spans(gap, words.clause_words):
+    if _BREAK.search(gap) or words.said_spans(gap, (*words.clause_words, *words.destination_words)):
         return False
     return sum(1 for w in said if len(w) > 1 and w not in words.stop) <= 2
 
@@ -807,7 +925,8 @@ def widen_to_descriptions(
 
     The description opens with one of the language's ``description_openers`` right after the class's first
     mention (``mentions``: the words that name it in the instruction) and ends at punctuation, a
-    ``clause_words`` word, or before another argument of the same atom (a destination: "put the box in R3");
+    ``clause_words`` word (or a ``destination_words`` word, where the atom has a destination: "over to P12"),
+    or before another argument of the same atom (a destination: "put the box in R3");
     trailing stop and ``layers`` words go then. A bracket that copies the instruction's description, or a
     description of nothing but stop words, is left as it is; one that says a description in the model's own
     words ("[storage in bed]") is widened from its head class. A bracket the instruction mentions only inside
@@ -865,8 +984,9 @@ def widen_to_descriptions(
         stop = len(rest)
         if (m := _BREAK.search(rest)) is not None:
             stop = m.start()
-        stop = min([stop, *(s for s, _ in words.said_spans(rest, words.clause_words) if s >= opener[0][1])])
         partners = {str(a) for atom in atoms if token in atom[1:] for a in atom[1:] if str(a) != token}
+        ending = (*words.clause_words, *(words.destination_words if partners else ()))
+        stop = min([stop, *(s for s, _ in words.said_spans(rest, ending) if s >= opener[0][1])])
         others = [s - end for t in partners for s, _ in spans_of(t) if s >= end + opener[0][1]]
         # the description as said (symbols keep their case: "hallway R4"), where lower-casing kept positions
         said_rest = instruction[end:] if len(instruction) == len(low) else rest

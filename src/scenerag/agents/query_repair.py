@@ -870,6 +870,46 @@ def others_for_self_distance(query: str) -> tuple[str, list[str]]:
     ]
 
 
+_DISTANCE_BOUND = re.compile(
+    r"point\.distance\(\s*(?P<a>[A-Za-z_]\w*)\.center\s*,\s*(?P<b>[A-Za-z_]\w*)\.center\s*\)\s*<=?\s*"
+    r"(?P<bound>\d+(?:\.\d+)?)",
+    re.I,
+)
+
+
+def exclude_the_reference(query: str) -> tuple[str, list[str]]:
+    """``MATCH (b:Object {class: 'bag'}), (o:Object) WHERE point.distance(b.center, o.center) <= 2 RETURN
+    count(o)`` counts the bag itself (at distance 0) among the objects "within 2 m of the bag": where a
+    distance bound joins a filtered node (a class or symbol: the reference) to a node of the same label
+    the query returns, ``o <> b`` is added. ``(query, notes)``; unchanged when the two are already kept
+    apart, have no common label, or the query has UNION or subqueries."""
+    masked = _blank_strings(query)
+    if re.search(r"\b(EXISTS|CALL)\s*\{|\bUNION\b", masked, re.I):
+        return query, []
+    labels = var_labels(query)
+    tail = return_clause(masked)
+    filtered = {var for var, _ in key_filters(query, ont.CLASS_KEY) + key_filters(query, ont.SYMBOL_KEY)}
+    returns_at = masked.upper().rfind("RETURN")
+    for m in _DISTANCE_BOUND.finditer(masked):
+        a, b = m.group("a"), m.group("b")
+        where = masked.upper().rfind("WHERE", 0, m.start())
+        if where < 0 or m.start() > returns_at or a == b or not labels.get(a, set()) & labels.get(b, set()):
+            continue
+        for ref, other in ((a, b), (b, a)):
+            if ref not in filtered or not re.search(rf"\b{other}\b", tail) or re.search(rf"\b{ref}\b", tail):
+                continue
+            apart = rf"\b{other}\s*<>\s*{ref}\b|\b{ref}\s*<>\s*{other}\b|\bNOT\s*\(?\s*({other}\s*=\s*{ref}|{ref}\s*=\s*{other})\b"
+            if re.search(apart, masked, re.I):
+                return query, []
+            return (
+                query[: m.start()] + f"{other} <> {ref} AND " + query[m.start() :],
+                [
+                    f"{other} <> {ref}: the nodes within a distance of {ref} leave out {ref} itself (at distance 0)"
+                ],
+            )
+    return query, []
+
+
 def unpin_twice_named(query: str, singletons: Collection[str] = ()) -> tuple[str, list[str]]:
     """``(x {nodeSymbol: 'O112'}), (ref {nodeSymbol: 'O112'}) WHERE x <> ref`` asks for a node that is and
     is not O112 (no rows): the named node is the reference, the other variable (the one the query goes on
@@ -1170,7 +1210,7 @@ def return_clause(query: str) -> str:
     return query[at:] if at >= 0 else ""
 
 
-def _key_filters(query: str, key: str) -> list[tuple[str, str]]:
+def key_filters(query: str, key: str) -> list[tuple[str, str]]:
     """``(variable, value)`` for each filter of ``query`` on the property ``key``, in a node's map
     (``(o:Object {class: 'bin'})``) or a WHERE equality (``o.class = 'bin'``), once each in order."""
     in_map = [
@@ -1433,12 +1473,23 @@ def unrelated_nodes(query: str) -> list[str]:
 _AGGREGATE = re.compile(r"\b(?:count|collect|sum|avg|min|max|stdev|percentile\w*)\s*\(", re.I)
 
 
+def _ranks_one_row(projection: str, rest: str) -> bool:
+    """Whether a WITH ``projection`` is aggregates only (no grouping key: one row) and ``rest``, the
+    clauses after it, starts by ordering or limiting that row."""
+    items = _top_level_split(re.sub(r"(?i)^\s*DISTINCT\s+", "", projection), ",")
+    if not items or not all(_AGGREGATE.search(item) for item in items):
+        return False
+    return re.match(r"\s*(?:ORDER\s+BY|LIMIT|SKIP)\b", rest, re.I) is not None
+
+
 def carry_dropped_nodes(query: str) -> tuple[str, list[str]]:
     """``MATCH (r:Room)-[:CONTAINS*]->(o) WITH o MATCH (r)-[:CONTAINS*]->(x)``: the WITH drops ``r``, so the
     bare ``(r)`` after it is a new variable that matches every node; a node variable a WITH without
     aggregates drops and a later pattern names bare (no label, no properties) is the one meant, so it is
     passed on (``WITH r, o``). ``(query, notes)``; unchanged when the later clauses bind it anew (a label
-    or properties), when the WITH aggregates (a key would change its groups) or projects ``*``."""
+    or properties), when the WITH aggregates (a key would change its groups) or projects ``*``. A WITH
+    that aggregates with no key and then ranks (``WITH count(o) AS n ORDER BY n DESC LIMIT 1``) ranks one
+    row: its key was lost, so there the dropped node is passed on as the key."""
     masked = _blank_strings(query)
     if re.search(r"\b(EXISTS|CALL)\s*\{|\bUNION\b", masked, re.I):
         return query, []
@@ -1450,7 +1501,9 @@ def carry_dropped_nodes(query: str) -> tuple[str, list[str]]:
             continue
         nxt = next((c.start() for c in clauses if c.start() > m.end()), len(masked))
         projection = masked[m.end() : nxt]
-        if _AGGREGATE.search(projection) or "*" in projection:
+        if "*" in projection:
+            continue
+        if _AGGREGATE.search(projection) and not _ranks_one_row(projection, masked[nxt:]):
             continue
         before, rest = masked[: m.start()], masked[nxt:]
         bound = dict.fromkeys(_PATTERN_VAR.findall(before))
@@ -1639,9 +1692,9 @@ def drop_contradicted_class(
     node)."""
     if re.search(r"\b(?:X?OR)\b", _blank_strings(query), re.I):
         return query, []
-    filters = _key_filters(query, ont.CLASS_KEY)
+    filters = key_filters(query, ont.CLASS_KEY)
     wrong: list[tuple[str, str]] = []
-    for var, symbol in _key_filters(query, ont.SYMBOL_KEY):
+    for var, symbol in key_filters(query, ont.SYMBOL_KEY):
         own = {c.lower() for c in classes_of(symbol)} if symbol else set()
         if not own:
             continue
@@ -1666,7 +1719,7 @@ def memberless_scopes(query: str, schema: GraphSchema) -> list[tuple[str, str, l
     found: list[tuple[str, str, list[str]]] = []
     labels = var_labels(query)
     tail = return_clause(query)
-    for var, value in _key_filters(query, ont.CLASS_KEY):
+    for var, value in key_filters(query, ont.CLASS_KEY):
         if re.search(rf"\b{re.escape(var)}\b", tail):
             continue
         for label in sorted(labels.get(var, ())):

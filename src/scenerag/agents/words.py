@@ -65,6 +65,10 @@ class Words:
     count_words: tuple[str, ...] = ()
     #: words ranking nodes by a distance ("the closest chair"): a query for them measures one
     distance_superlatives: tuple[str, ...] = ()
+    #: comparatives asking for the larger value of a measure ("higher", "farther", "more") or the smaller
+    #: ("lower", "closer", "fewer"): a compare form's answer goes the way the question's words go
+    larger_words: tuple[str, ...] = ()
+    smaller_words: tuple[str, ...] = ()
     #: a goal sketch's class the instruction goes on to describe: the description starts with one of
     #: ``description_openers`` right after the class ("the chairs *in* the hallway next to the lounge") and
     #: ends at punctuation or one of ``clause_words`` ("..., *then* stay there")
@@ -80,9 +84,13 @@ class Words:
     source_words: tuple[str, ...] = ()
     #: a question saying one of these asks about what is not so ("objects that didn't get a room")
     negation_words: tuple[str, ...] = ()
+    #: words negating the word right after them ("has *no* connection"); alone ("yes or no") they do not
+    determiner_negations: tuple[str, ...] = ()
     #: words besides ``negation_words`` that may ask for a pattern not to hold ("no", "other", "except")
     exclusion_words: tuple[str, ...] = ()
     clause_words: tuple[str, ...] = ()
+    #: words leading to a destination ("over to P12"): a description ends there only when its atom has one
+    destination_words: tuple[str, ...] = ()
     #: words between the parts of an instruction that each ask for something ("inspect the bike, *then*
     #: wait in the lounge"; "grab the food *but* keep away from the bed")
     part_words: tuple[str, ...] = ()
@@ -179,6 +187,73 @@ class Words:
             question, self.asks_more
         )
 
+    def vocabulary(self) -> frozenset[str]:
+        """Every single word of the language's tables (question words, goal verbs, layer words, lexicon
+        words): what :meth:`respelled` corrects towards."""
+        tables: list[Iterable[str]] = [
+            self.lexicon,
+            self.which,
+            self.asks_more,
+            self.order_words,
+            self.choice_words,
+            self.every_words,
+            self.sequence_words,
+            self.position_words,
+            self.kind_words,
+            self.count_words,
+            self.distance_superlatives,
+            self.description_openers,
+            self.connection_words,
+            self.via_words,
+            self.nearness_words,
+            self.source_words,
+            self.negation_words,
+            self.exclusion_words,
+            self.part_words,
+            self.layer_words,
+            *self.goal_words.values(),
+        ]
+        return frozenset(
+            w for table in tables for phrase in table for w in re.findall(r"[a-z]+", phrase.lower())
+        )
+
+    def respelled(self, text: str, extra: Iterable[str] = ()) -> tuple[str, list[str]]:
+        """``text`` with each word of five or more letters that is no known word but one swap of two
+        neighbouring letters away from exactly one word of :meth:`vocabulary` and ``extra`` (a graph's
+        class names) written as that word ("inspcet" -> "inspect", "categroy" -> "category"), and a note per
+        change. A swap of neighbours rarely turns one word into another, so known words are never touched."""
+        known = self.vocabulary() | {w for e in extra for w in re.findall(r"[a-z]+", e.lower())}
+        notes: list[str] = []
+
+        def fix(m: re.Match[str]) -> str:
+            word = m.group(0)
+            low = word.lower()
+            if (
+                len(low) < 5
+                or low in known
+                or any(low == k + e for k in known for e in self.word_endings if e)
+            ):
+                return word
+            swaps = {low[:i] + low[i + 1] + low[i] + low[i + 2 :] for i in range(len(low) - 1)}
+            hits = sorted(swaps & known)
+            if len(hits) != 1:
+                return word
+            notes.append(f"read {word!r} as {hits[0]!r}")
+            return hits[0]
+
+        return re.sub(r"(?<![\w'])[A-Za-z]+(?![\w'])", fix, text), notes
+
+    def negations(self, text: str) -> list[str]:
+        """The ``negation_words`` ``text`` says, and its ``determiner_negations`` said before a word where it
+        does not name its yes/no answers ("has no connection": "no"; "yes or no please": nothing)."""
+        said = self.says(text, self.negation_words)
+        if all(self.has_any(text, [w]) for w in self.yes_no_answer):
+            return said
+        low = text.lower()
+        return said + [
+            w for w in self.determiner_negations if re.search(rf"(?<![\w']){re.escape(w)}\s+[a-z]", low)
+        ]
+
     def word_forms(self, word: str) -> list[str]:
         """``word`` and its singular candidates by the language's endings (shelves -> shelf)."""
         return [word] + [
@@ -222,14 +297,18 @@ _LISTS = (
     "count_words",
     "kind_words",
     "distance_superlatives",
+    "larger_words",
+    "smaller_words",
     "description_openers",
     "negation_words",
+    "determiner_negations",
     "exclusion_words",
     "connection_words",
     "source_words",
     "nearness_words",
     "via_words",
     "clause_words",
+    "destination_words",
     "part_words",
     "answer_words",
     "mass_nouns",
@@ -291,14 +370,18 @@ def _merge(files: Sequence[Path]) -> Words:
         count_words=tuple(lists.get("count_words", ())),
         kind_words=tuple(lists.get("kind_words", ())),
         distance_superlatives=tuple(lists.get("distance_superlatives", ())),
+        larger_words=tuple(lists.get("larger_words", ())),
+        smaller_words=tuple(lists.get("smaller_words", ())),
         description_openers=tuple(lists.get("description_openers", ())),
         negation_words=tuple(lists.get("negation_words", ())),
+        determiner_negations=tuple(lists.get("determiner_negations", ())),
         exclusion_words=tuple(lists.get("negation_words", ())) + tuple(lists.get("exclusion_words", ())),
         connection_words=tuple(lists.get("connection_words", ())),
         source_words=tuple(lists.get("source_words", ())),
         nearness_words=tuple(lists.get("nearness_words", ())),
         via_words=tuple(lists.get("via_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
+        destination_words=tuple(lists.get("destination_words", ())),
         part_words=tuple(lists.get("part_words", ())),
         layer_words=layers,
         floors=floors,
