@@ -510,6 +510,11 @@ def test_forms_small_models_write_are_repaired(store: CypherStore, linker: Entit
         "MATCH (a:Room)-[:ROOM_CONNECTED]-(b:Room) WITH a, count(DISTINCT b) AS n WHERE n = 1 RETURN a.nodeSymbol"
     )
     assert store.query(dead_ends.query).rows == reference.rows and reference.rows
+    # counting the node it returns a property of groups by that property (count(o) per o is always 1)
+    single = check_cypher("MATCH (o:Object) WHERE count(o) = 1 RETURN o.class", schema)
+    truth = store.query("MATCH (o:Object) WITH o.class AS c, count(o) AS n WHERE n = 1 RETURN c")
+    assert single.ok and {r["g1"] for r in store.query(single.query).rows} == {r["c"] for r in truth.rows}
+    assert truth.rows and len(truth.rows) < len(store.query("MATCH (o:Object) RETURN DISTINCT o.class").rows)
     # two named objects joined by containment that never holds between objects, ranked by distance
     nearest = check_cypher(
         "MATCH (o:Object {nodeSymbol: 'O98'})-[:CONTAINS*]->(s:Object {class: 'storage'}) "

@@ -920,3 +920,35 @@ def test_the_reference_is_left_out_of_what_lies_within_a_distance_of_it(store: C
     assert exclude_the_reference(places) == (places, [])
     both = query.replace("RETURN count(DISTINCT o) AS n", "RETURN b.nodeSymbol, o.nodeSymbol")
     assert exclude_the_reference(both) == (both, [])
+
+
+def test_a_dropped_node_read_after_the_with_is_passed_on(store: CypherStore) -> None:
+    """``WITH p, count(o) AS n ... RETURN r.nodeSymbol``: ``r`` is bound nowhere after the WITH, so the query
+    fails as it stands; it is passed on. Where a later pattern names it, the WITH's groups are kept."""
+    query = (
+        "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace)-[:CONTAINS]->(o:Object) WITH p, count(DISTINCT o) AS n "
+        "ORDER BY n DESC LIMIT 1 RETURN p.nodeSymbol AS place, r.nodeSymbol AS room"
+    )
+    fixed, notes = carry_dropped_nodes(query)
+    assert notes and "WITH r, p, count(DISTINCT o) AS n" in fixed
+    row = store.query(fixed).rows[0]
+    holder = store.query(
+        f"MATCH (r:Room)-[:CONTAINS]->(:MeshPlace {{nodeSymbol: '{row['place']}'}}) RETURN r.nodeSymbol AS s"
+    ).rows
+    assert row["room"] in {h["s"] for h in holder}
+    rebound = query.replace(
+        "RETURN p.nodeSymbol AS place, r.nodeSymbol AS room", "MATCH (r)-[:CONTAINS]->(p) RETURN r.nodeSymbol"
+    )
+    assert carry_dropped_nodes(rebound) == (rebound, [])
+
+
+def test_a_measured_route_keeps_its_hops() -> None:
+    """ "the fewest transitions, going only through directly connected rooms" measures a route: its length
+    over one hop would always be 1, so the variable-length pattern stays."""
+    from scenerag.agents.query_repair import one_hop
+
+    connection = (["directly connected"], "Room", "ROOM_CONNECTED")
+    route = "MATCH p=(:Room {class:'lounge'})-[:ROOM_CONNECTED*1..5]-(:Room {nodeSymbol:'R5'}) RETURN min(length(p))"
+    assert one_hop(route, connection) == (route, [])
+    near = "MATCH (r:Room)-[:ROOM_CONNECTED*]-(:Room {class: 'lounge'}) RETURN r.nodeSymbol"
+    assert one_hop(near, connection)[0] == near.replace("ROOM_CONNECTED*", "ROOM_CONNECTED")

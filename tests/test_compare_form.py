@@ -227,3 +227,15 @@ def test_the_answer_ranks_the_way_the_question_s_comparative_goes(
 
     form = CompareForm("food", "bag", "z", answer)
     assert in_direction(form, question, load_words()).answer == fixed
+
+
+def test_a_side_given_as_the_class_said_before_a_symbol_is_that_symbol(store: CypherStore) -> None:
+    from scenerag.agents.compare_form import CompareForm
+
+    agent, _ = scripted_agent(store, [])
+    form = CompareForm("lounge", "hallway", "count MeshPlace any", "larger")
+    pinned = agent._apposed_sides(form, "Which one has more mesh places, the lounge or hallway R5?")
+    assert (pinned.first, pinned.second) == ("lounge", "R5")
+    # no symbol after the class, or one of another class: unchanged
+    assert agent._apposed_sides(form, "Which has more mesh places, the lounge or the hallways?") == form
+    assert agent._apposed_sides(form, "Which has more mesh places, the lounge or hallway R1?") == form

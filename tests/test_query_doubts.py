@@ -423,3 +423,25 @@ def test_a_question_saying_no_thing_sends_back_a_query_that_negates_nothing(stor
     result = agent.run("which mesh place has no connection to any other place?", answer_type="string")
     assert len(model.calls) == 2 and "negates nothing" in model.calls[1].messages[-1].content
     assert result.answer == store.query(lonely).rows[0]["p.nodeSymbol"]
+
+
+def test_kinds_of_another_layer_than_asked_are_sent_back(store: CypherStore) -> None:
+    """ "what kinds of objects are in the places next to the bike's" answered with the places' class."""
+    places = (
+        "MATCH (b:Object {class: 'bicycle'})<-[:CONTAINS]-(p:MeshPlace)-[:MESH_PLACE_CONNECTED]-(q:MeshPlace) "
+        "WHERE q <> p RETURN DISTINCT q.class"
+    )
+    objects = places.replace("-(q:MeshPlace) WHERE", "-(q:MeshPlace)-[:CONTAINS]->(o:Object) WHERE").replace(
+        "q.class", "o.class"
+    )
+    question = "What kinds of objects are in the mesh places next to the place where the bicycle is?"
+    agent, model = scripted_agent(
+        store, [places, objects], measure_form=False, compare_form=False, plan=False
+    )
+    result = agent.run(question, answer_type="set")
+    assert len(model.calls) == 2 and "kinds of object nodes" in model.calls[1].messages[-1].content
+    truth = {r["o.class"] for r in store.query(objects).rows}
+    assert result.answer is not None and set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    agent, model = scripted_agent(store, [places], measure_form=False, compare_form=False, plan=False)
+    agent.run("What kinds of mesh places are next to the place where the bicycle is?", answer_type="set")
+    assert len(model.calls) == 1

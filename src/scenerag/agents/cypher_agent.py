@@ -41,6 +41,7 @@ from scenerag.agents import prompts
 from scenerag.agents.answer_format import NOT_FOUND, format_rows, zero_when_nothing_matches
 from scenerag.agents.base import RunState, extract_goal, normalize_answer, sldp_problems
 from scenerag.agents.compare_form import (
+    CompareForm,
     CompareForms,
     as_asked,
     compares_two,
@@ -913,12 +914,30 @@ class CypherAgent:
         if form is not None:
             form = as_asked(form, self._asks_whether(question), answer_type == "number")
             form = in_direction(form, question, self.words)
+            form = self._apposed_sides(form, question)
         cypher = forms.compile(form) if form is not None else None
         if form is None or cypher is None:
             return None
         outcome = self._evaluate(state, reply, cypher, question, answer_type, links)
         outcome.notes.append(f"built from the compare form: {form.render()}")
         return outcome
+
+    def _apposed_sides(self, form: CompareForm, question: str) -> CompareForm:
+        """``form`` with a side given as a class the question says right before one of its symbols ("the
+        lounge or hallway R5": ``with: hallway`` -> ``R5``) given as that symbol."""
+        sides = {}
+        for key in ("first", "second"):
+            side = getattr(form, key)
+            if ont.has_symbol_shape(side):
+                continue
+            for m in re.finditer(
+                rf"\b{re.escape(side.replace('_', ' '))}\s+([A-Za-z]{{1,2}}\d+)\b", question, re.I
+            ):
+                symbol = m.group(1).upper()
+                if symbol not in (form.first, form.second) and (self.linker().class_of(symbol) or "") == side:
+                    sides[key] = symbol
+                    break
+        return dataclasses.replace(form, **sides) if sides else form
 
     def _asks_whether(self, question: str) -> bool:
         """Whether ``question`` asks yes or no rather than which of two (by the language's words): it names
@@ -1295,6 +1314,9 @@ class CypherAgent:
             )
         if answer is not None and counts_pinned_ends(query):
             doubts.append(("kind", _PINNED_ENDS_COUNTED))
+        other_kinds = self._kinds_of_other_layer(query, question) if answer is not None else None
+        if other_kinds:
+            doubts.append(("layer", other_kinds))
         classes_for = self._classes_for_nodes(query, question, answer)
         if classes_for:
             doubts.append(
@@ -1339,6 +1361,32 @@ class CypherAgent:
                 )
             )
         return doubts
+
+    def _kinds_of_other_layer(self, query: str, question: str) -> str | None:
+        """Why the classes ``query`` returns are of another layer than the kinds the question asks for ("what
+        kinds of objects are in the places next to …" answered with the places' class); None when they are
+        not, or it is unclear."""
+        kinds = "|".join(re.escape(w) for w in sorted(self.words.kind_words, key=len, reverse=True))
+        m = re.search(rf"\b(?:{kinds})\s+(?:of\s+)?((?:\w+\s+){{0,1}}\w+)", question, re.I) if kinds else None
+        if m is None:
+            return None
+        said = m.group(1).lower()
+        asked = None
+        for word, labels in sorted(self.words.layer_words.items(), key=lambda kv: -len(kv[0])):
+            if labels and re.match(rf"{re.escape(word)}s?\b", said):
+                asked = next((lab for lab in labels if lab in self.store.schema().node_counts), None)
+                break
+        returned = re.findall(r"\b([A-Za-z_]\w*)\.class\b", return_clause(query))
+        if asked is None or not returned:
+            return None
+        labels = var_labels(query)
+        given = {lab for var in returned for lab in labels.get(var, set())}
+        if not given or asked in given or any(not labels.get(var) for var in returned):
+            return None
+        return (
+            f"The question asks what kinds of {ont.layer_name(asked).replace('_', ' ')} nodes, but the query "
+            f"returns the class of {', '.join(sorted(given))} nodes: return the class of the {asked} nodes."
+        )
 
     def _classes_for_nodes(self, query: str, question: str, answer: str | None) -> tuple[str, str] | None:
         """``(variable, label)`` where the question asks "which <layer word>" (no kind word anywhere in it)
@@ -2069,6 +2117,7 @@ class CypherAgent:
                     ),
                     holders=self._holders,
                     members=self._members if choice else None,  # "somewhere in R3": any place of it
+                    contents=self._members,  # "[object in hallway R4]" found R4: the objects it holds
                 )
             except SketchError as exc:
                 state.result.raw_answer = draft.goal

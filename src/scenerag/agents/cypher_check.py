@@ -519,6 +519,14 @@ def _group_before_filter(result: CheckResult) -> bool:
     if not aliases or any(_AGG.search(p) for p in after):
         return False
     head = m.group("match").rstrip() + (f" WHERE {' AND '.join(plain)}" if plain else "")
+    counted = set(re.findall(r"\bcount\s*\(\s*(?:DISTINCT\s+)?(\w+)\s*\)", " ".join(aliases), re.I))
+    items = [i.strip() for i in re.sub(r"(?i)^\s*DISTINCT\s+", "", ret).split(",")]
+    plain_items = [re.fullmatch(r"([A-Za-z_]\w*\.\w+)(?:\s+AS\s+(\w+))?", i, re.I) for i in items]
+    if counted & set(keys) and all(plain_items):
+        # count(o) grouped by o is 1 for every o: "classes with one instance" groups by what RETURN reads
+        named = [(pm.group(1), pm.group(2) or f"g{i + 1}") for i, pm in enumerate(plain_items) if pm]
+        keys = [f"{expr} AS {name}" for expr, name in named]
+        ret = ", ".join(name for _, name in named)
     projection = ", ".join([*keys, *(f"{call} AS {name}" for call, name in aliases.items())])
     result.query = (
         f"{head} WITH {projection} WHERE {' AND '.join(after)} RETURN {ret.strip()}{m.group('tail') or ''}"

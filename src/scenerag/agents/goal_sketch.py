@@ -115,6 +115,7 @@ def resolve_sketch(
     plural: Callable[[str], bool] | None = None,
     holders: Holders | None = None,
     members: Holders | None = None,
+    contents: Holders | None = None,
 ) -> SketchResult:
     """The concrete PDDL goal of ``sketch``; raises :class:`SketchError` with a fixable message.
 
@@ -123,8 +124,9 @@ def resolve_sketch(
     predicate given a node of the wrong kind takes the nodes of its kind that hold it (``holders``: the place
     that holds an object, for "put X where Y is"), and an argument of a predicate over several nodes given a
     node above its kind takes the nodes of its kind that node holds (``members``: "leave X somewhere in R3" is
-    any place of R3). Avoiding every member of a class the graph lacks asks for nothing and drops out of a
-    conjunction (noted)."""
+    any place of R3). A phrase of a one-argument predicate that finds a node above its kind takes the nodes
+    of its kind that node holds (``contents``: "inspect every object in hallway R4" found R4). Avoiding
+    every member of a class the graph lacks asks for nothing and drops out of a conjunction (noted)."""
     tree = _parse(sketch.strip())
     bindings = bindings or {}
     notes: list[str] = []
@@ -155,10 +157,10 @@ def resolve_sketch(
         return (domain.kind_of_symbol(symbol) if ont.has_symbol_shape(symbol) else None) or expected
 
     def typed(
-        head: str, arg: str, kind: str, symbols: list[str], *, down: bool = False
+        head: str, arg: str, kind: str, symbols: list[str], *, down: Holders | None = None
     ) -> list[tuple[str, list[str]]]:
         """``(predicate, symbols)`` groups: the family member per kind found, or ``symbols`` moved to
-        the ``kind`` nodes that hold them (``down``: else to those they hold)."""
+        the ``kind`` nodes that hold them (``down``: else to those they hold, by that function)."""
         by_kind: dict[str, list[str]] = {}
         for sym in symbols:
             by_kind.setdefault(kind_of(sym, kind), []).append(sym)
@@ -175,7 +177,7 @@ def resolve_sketch(
             moved = holders(syms, kind) if holders is not None else []
             if moved:
                 notes.append(f"{arg} is a {found}: the {kind} {', '.join(moved)} that holds it")
-            elif down and members is not None and (moved := members(syms, kind)):
+            elif down is not None and (moved := down(syms, kind)):
                 notes.append(f"{arg} is a {found}: any {kind} it holds ({', '.join(moved)})")
             else:
                 raise SketchError(f"{arg} is a {found} ({', '.join(syms)}), but {head} needs a {kind}")
@@ -222,10 +224,12 @@ def resolve_sketch(
         if mode == "any" and plural is not None and any(a.startswith("[") and plural(a[1:-1]) for a in args):
             mode = "all"  # "visit the hallways": every one of them
         if len(args) == 1:
-            groups = [(p, [syms]) for p, syms in typed(head, args[0], kinds[0], options[0])]
+            # a phrase that finds a node above the kind ("[object in hallway R4]" -> R4) means what it holds
+            down = contents if args[0].startswith("[") else None
+            groups = [(p, [syms]) for p, syms in typed(head, args[0], kinds[0], options[0], down=down)]
         else:  # families are unary: each argument keeps the predicate and may move to its holders
             for i, (a, k) in enumerate(zip(args, kinds, strict=True)):
-                moved = typed(head, a, k, options[i], down=True)
+                moved = typed(head, a, k, options[i], down=members)
                 options[i] = list(dict.fromkeys(s for _, syms in moved for s in syms))
             groups = [(head, options)]
         atoms = [f"({p} {' '.join(combo)})" for p, opts in groups for combo in _product(opts)]
@@ -420,7 +424,7 @@ def end_where_said(
         if head == "not":
             return
         if domain.family_of(head) == visits and len(node) == 2:
-            spans = words.said_spans(instruction, _names_of(str(node[1]), mentions))
+            spans = _arg_spans(instruction, str(node[1]), mentions, words)
             starts = [a for a, _ in spans if a >= after]
             if starts and (best is None or min(starts) < best[0]):
                 best = (min(starts), node)
@@ -456,6 +460,7 @@ def _end_spans(instruction: str, words: Words) -> list[tuple[int, int]]:
         (s, e)
         for s, e in words.said_spans(instruction, table.get("ends-at", ()))
         if not any(a <= s and e <= b and b - a > e - s for a, b in others)
+        and not _goal_participle(instruction[s:e], words)  # "where the bike is *parked*" describes
     ]
 
 
@@ -501,11 +506,7 @@ def one_end(
             after = said[-1][1]
             named = []
             for atom in atoms:
-                starts = [
-                    a
-                    for a, _ in words.said_spans(instruction, _names_of(str(atom[1]), mentions))
-                    if a >= after
-                ]
+                starts = [a for a, _ in _arg_spans(instruction, str(atom[1]), mentions, words) if a >= after]
                 named.append(min(starts) if starts else None)
             if sum(n is not None for n in named) == 0:
                 continue
@@ -685,6 +686,16 @@ def _described(thing: Named, text: str, at: int, words: Words) -> str:
     return f"[{said}]"
 
 
+def _antecedent(before: str, after_opener: str, words: Words) -> str | None:
+    """The node a description that is only a pronoun refers back to ("the trash cans in *it*", the language's
+    ``antecedent_pronouns``): the last symbol the instruction says ``before`` it; None otherwise."""
+    said = re.findall(r"[\w']+", after_opener.lower())
+    if len(said) != 1 or said[0] not in words.antecedent_pronouns:
+        return None
+    symbols = [t for t in re.findall(r"\b[A-Za-z]{1,2}\d+\b", before) if ont.has_symbol_shape(t)]
+    return symbols[-1] if symbols else None
+
+
 def _goal_participle(word: str, words: Words) -> bool:
     """Whether ``word`` is a goal word said as a participle ("inspected", "checked"): a verb asking for the
     goal, not a word of a description."""
@@ -700,6 +711,17 @@ def _names_of(arg: str, mentions: Callable[[str], Sequence[str]]) -> list[str]:
     underscores, and the words ``mentions`` gives for it (lower-cased, once each)."""
     inner = arg[1:-1].strip() if arg.startswith("[") else arg
     return list(dict.fromkeys(m.lower() for m in (inner, inner.replace("_", " "), *mentions(inner)) if m))
+
+
+def _arg_spans(
+    instruction: str, arg: str, mentions: Callable[[str], Sequence[str]], words: Words
+) -> list[tuple[int, int]]:
+    """Where the instruction says a sketch argument: its phrase as said, where a phrase of several words is
+    ("[mesh_place containing the food]" is there, not at another "mesh place"), else any of its names."""
+    inner = arg[1:-1].strip().replace("_", " ") if arg.startswith("[") else arg
+    if len(inner.split()) > 1 and (exact := words.said_spans(instruction, [inner.lower()])):
+        return exact
+    return words.said_spans(instruction, _names_of(arg, mentions))
 
 
 def _keys_positive(node: object, domain: GoalDomain) -> set[str]:
@@ -777,6 +799,16 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
     notes: list[str] = []
     unused = said - _keys(tree, domain) - {"not"}
     named = {t for t in re.findall(r"\b[A-Za-z]{1,2}\d+\b", instruction) if ont.has_symbol_shape(t)}
+    # a family said only inside a longer phrase of another goal's ("check" in "check on") may be what is
+    # meant: the model's choice between the two stands (not inside an avoidance: "stay" in "stay out of")
+    spans = {key: words.said_spans(instruction, ws) for key, ws in table.items()}
+    loosely = {
+        key
+        for key, inner in spans.items()
+        for s, e in inner
+        for other, outer in spans.items()
+        if other not in (key, "not") and any(a <= s and e <= b and b - a > e - s for a, b in outer)
+    }
 
     def swap(node: object, negated: bool) -> object:
         if not isinstance(node, list) or not node:
@@ -787,7 +819,7 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
         if head not in domain.predicates:
             return [node[0], *(swap(c, negated) for c in node[1:])]
         key = domain.family_of(head) or head
-        if negated or key in said or key not in table or len(node) != 2:
+        if negated or key in said or key in loosely or key not in table or len(node) != 2:
             return node
         kind = domain.predicates[head][0]
         options = _unary_predicates(unused, kind, domain)
@@ -803,11 +835,12 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
         children = [prune(c) for c in node[1:]]
         if str(node[0]).lower() in ("and", "or") and len(children) > 1:
             asks = [_keys(c, domain) for c in children]
+            asked = said | loosely
             if any(k & said for k in asks):
-                kept = [c for c, k in zip(children, asks, strict=True) if not k or k & said]
+                kept = [c for c, k in zip(children, asks, strict=True) if not k or k & asked]
                 held = {t for c in kept for t in _TOKEN.findall(_unparse(c))}
                 for c, k in zip(children, asks, strict=True):
-                    if k and not k & said:
+                    if k and not k & asked:
                         if set(_TOKEN.findall(_unparse(c))) & (named - held):
                             kept.append(c)  # the only part with a symbol the instruction names
                         else:
@@ -1001,6 +1034,9 @@ def widen_to_descriptions(
         if len(tail) > 1 and _goal_participle(tail[-1], words):
             tail.pop()  # the instruction's own verb after it: "the hallway that has the box in it *inspected*"
         description = " ".join(tail)
+        referent = _antecedent(instruction[: own[0][0]], said_rest[opener[0][1] : stop], words)
+        if referent is not None:  # "the trash cans in it" after "head into hallway R2": in R2
+            description = re.sub(r"\S+(?=\W*$)", referent, description, count=1)
         content = [w for w in re.findall(r"[a-z0-9]+", description.lower()) if w not in words.stop]
         if not content or not words.said_spans(description, words.description_openers):
             continue

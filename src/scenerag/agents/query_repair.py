@@ -1393,8 +1393,10 @@ def comparison_as_choice(query: str, named: Mapping[str, str]) -> tuple[str, lis
 
 def one_hop(query: str, connection: tuple[list[str], str, str] | None) -> tuple[str, list[str]]:
     """A variable-length hop over the edge the question's words mean as one hop ("the hallway *next to* the
-    lounge": ``[:ROOM_CONNECTED*]``) becomes one hop. ``(query, notes)``; unchanged without such words."""
-    if connection is None:
+    lounge": ``[:ROOM_CONNECTED*]``) becomes one hop. ``(query, notes)``; unchanged without such words, and
+    where the query measures a path's length (``length(p)``: a route "through directly connected rooms" has
+    many hops; one hop's length is always 1)."""
+    if connection is None or re.search(r"\blength\s*\(", query, re.I):
         return query, []
     words, _, edge = connection
     fixed = re.sub(rf"\[\s*(\w*)\s*:\s*{edge}\s*\*\s*(?:1?\s*\.\.\s*\d*)?\s*\]", rf"[\1:{edge}]", query)
@@ -1489,7 +1491,9 @@ def carry_dropped_nodes(query: str) -> tuple[str, list[str]]:
     passed on (``WITH r, o``). ``(query, notes)``; unchanged when the later clauses bind it anew (a label
     or properties), when the WITH aggregates (a key would change its groups) or projects ``*``. A WITH
     that aggregates with no key and then ranks (``WITH count(o) AS n ORDER BY n DESC LIMIT 1``) ranks one
-    row: its key was lost, so there the dropped node is passed on as the key."""
+    row: its key was lost, so there the dropped node is passed on as the key. A dropped node whose property
+    is read after the WITH and that no later pattern binds is passed on whatever the WITH (the query fails
+    as it stands: ``WITH p, count(o) AS n ... RETURN p.nodeSymbol, r.nodeSymbol``)."""
     masked = _blank_strings(query)
     if re.search(r"\b(EXISTS|CALL)\s*\{|\bUNION\b", masked, re.I):
         return query, []
@@ -1503,9 +1507,8 @@ def carry_dropped_nodes(query: str) -> tuple[str, list[str]]:
         projection = masked[m.end() : nxt]
         if "*" in projection:
             continue
-        if _AGGREGATE.search(projection) and not _ranks_one_row(projection, masked[nxt:]):
-            continue
         before, rest = masked[: m.start()], masked[nxt:]
+        regroups = not _AGGREGATE.search(projection) or _ranks_one_row(projection, rest)
         bound = dict.fromkeys(_PATTERN_VAR.findall(before))
         projected = set(re.findall(r"\bAS\s+([A-Za-z_]\w*)", projection, re.I)) | {
             t.strip() for t in re.sub(r"(?i)^\s*DISTINCT\s+", "", projection).split(",")
@@ -1514,8 +1517,17 @@ def carry_dropped_nodes(query: str) -> tuple[str, list[str]]:
             v
             for v in bound
             if v not in projected
-            and re.search(rf"\(\s*{v}\s*\)", rest)
-            and not re.search(rf"\(\s*{v}\s*[:{{]|\bAS\s+{v}\b", rest, re.I)
+            and not re.search(rf"\bAS\s+{v}\b", rest, re.I)
+            and (
+                # named bare again: a new variable matching anything (only where no groups change)
+                (
+                    regroups
+                    and re.search(rf"\(\s*{v}\s*\)", rest)
+                    and not re.search(rf"\(\s*{v}\s*[:{{]", rest)
+                )
+                # read after it and bound nowhere after it: the query fails ("Variable not defined") as is
+                or (re.search(rf"(?<![.\w]){v}\.\w", rest) and not re.search(rf"\(\s*{v}\b", rest))
+            )
         ]
         if dropped:
             at = m.end() + len(re.match(r"\s*(DISTINCT\s+)?", projection, re.I).group(0))

@@ -89,6 +89,8 @@ class Words:
     #: words besides ``negation_words`` that may ask for a pattern not to hold ("no", "other", "except")
     exclusion_words: tuple[str, ...] = ()
     clause_words: tuple[str, ...] = ()
+    #: pronouns that refer back to a node named before ("stay in hallway R2 and avoid the bins in *it*")
+    antecedent_pronouns: tuple[str, ...] = ()
     #: words leading to a destination ("over to P12"): a description ends there only when its atom has one
     destination_words: tuple[str, ...] = ()
     #: words between the parts of an instruction that each ask for something ("inspect the bike, *then*
@@ -308,6 +310,7 @@ _LISTS = (
     "nearness_words",
     "via_words",
     "clause_words",
+    "antecedent_pronouns",
     "destination_words",
     "part_words",
     "answer_words",
@@ -381,6 +384,7 @@ def _merge(files: Sequence[Path]) -> Words:
         nearness_words=tuple(lists.get("nearness_words", ())),
         via_words=tuple(lists.get("via_words", ())),
         clause_words=tuple(lists.get("clause_words", ())),
+        antecedent_pronouns=tuple(lists.get("antecedent_pronouns", ())),
         destination_words=tuple(lists.get("destination_words", ())),
         part_words=tuple(lists.get("part_words", ())),
         layer_words=layers,
