@@ -952,3 +952,24 @@ def test_a_measured_route_keeps_its_hops() -> None:
     assert one_hop(route, connection) == (route, [])
     near = "MATCH (r:Room)-[:ROOM_CONNECTED*]-(:Room {class: 'lounge'}) RETURN r.nodeSymbol"
     assert one_hop(near, connection)[0] == near.replace("ROOM_CONNECTED*", "ROOM_CONNECTED")
+
+
+def test_the_room_said_first_holds_what_is_in_the_room_next_to_another(store: CypherStore) -> None:
+    """ "the seats in the hallway next to the lounge" written as the lounge's seats: the hallway, said first,
+    holds them; said the other way round ("the seats in the lounge next to the hallway") it is kept."""
+    lounge = (
+        "MATCH (r:Room {class: 'hallway'})-[:ROOM_CONNECTED]->(l:Room {class: 'lounge'})"
+        "-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN DISTINCT o.nodeSymbol"
+    )
+    right = (
+        "MATCH (:Room {class: 'lounge'})-[:ROOM_CONNECTED]-(h:Room {class: 'hallway'})"
+        "-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN DISTINCT o.nodeSymbol AS s"
+    )
+    truth = {r["s"] for r in store.query(right).rows}
+    assert truth and truth != {r["o.nodeSymbol"] for r in store.query(lounge).rows}
+    agent, _ = scripted_agent(store, [lounge], measure_form=False, compare_form=False, plan=False)
+    result = agent.run("Which seats are in the hallway right next to the lounge?", answer_type="set")
+    assert result.answer is not None and set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    agent, _ = scripted_agent(store, [lounge], measure_form=False, compare_form=False, plan=False)
+    result = agent.run("Which seats are in the lounge next to the hallway?", answer_type="set")
+    assert "holds it" not in " ".join(result.context.get("rewrites", []))

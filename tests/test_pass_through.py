@@ -88,6 +88,10 @@ GRAMMAR_EXCEPTIONS = {
     # 'person' and 'people' beside the labelspace's 'human' for "how many people": no node has any of them,
     # so the question's own word gives the same answer (absent: 0)
     "blindAD-29",
+    # 'flower', 'tree' and 'grass' beside the labelspace's 'flora' for "plants (trees, flowers, greenery)" and
+    # "any plants": no node has any of them, so the question's words give the same answer (absent: false)
+    "blindAH-19",
+    "blindAI-13",
 }
 
 

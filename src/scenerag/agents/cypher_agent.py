@@ -523,6 +523,36 @@ class CypherAgent:
         self.progress.stage("answer")
         return result
 
+    def _held_by_the_room_said_first(
+        self, query: str, question: str, links: Sequence[Link]
+    ) -> tuple[str, list[str]]:
+        """``(h:Room {class: 'hallway'})-[:ROOM_CONNECTED]-(l:Room {class: 'lounge'})-[:CONTAINS*]->(o)`` for
+        "the seats in the hallway next to the lounge": the question says the hallway first and the lounge after
+        a word for being next to it (the language's ``nearness_words`` / ``connection_words``), so the hallway
+        holds the seats and the lounge is where it is; the two rooms trade places. ``(query, notes)``;
+        unchanged when the question says them the other way round or no such word between them."""
+        m = _NEIGHBOUR_HOLDS.search(query)
+        if m is None:
+            return query, []
+        first = self._said_at(question, m.group("av"), links)
+        second = self._said_at(question, m.group("bv"), links)
+        if first is None or second is None or not first < second:
+            return query, []
+        between = question[first:second]
+        if not self.words.says(between, (*self.words.nearness_words, *self.words.connection_words)):
+            return query, []
+        fixed = query[: m.start()] + m.group("b") + "-[:ROOM_CONNECTED]-" + m.group("a") + query[m.end("b") :]
+        return fixed, [
+            f"the question says {m.group('av')!r} holds it and {m.group('bv')!r} is next to it: matched it "
+            f"inside {m.group('av')!r}"
+        ]
+
+    def _said_at(self, question: str, value: str, links: Sequence[Link]) -> int | None:
+        """Where ``question`` first says ``value`` (a symbol, or a class by any mention linked to it)."""
+        said = [value] + [m for link in links if link.value.lower() == value.lower() for m in link.mentions]
+        spans = self.words.said_spans(question, [s.lower() for s in said])
+        return spans[0][0] if spans else None
+
     def _drop_apposed_classes(
         self, query: str, question: str, links: Sequence[Link]
     ) -> tuple[str, list[str]]:
@@ -1135,6 +1165,8 @@ class CypherAgent:
             query, more = unjoin_measured_pair(query, named_labels)
             notes += more
             query, more = self._drop_apposed_classes(query, question, links)
+            notes += more
+            query, more = self._held_by_the_room_said_first(query, question, links)
             notes += more
             if self._asks_a_thing(question):
                 query, more = comparison_as_choice(query, _naming_literals(links))
@@ -2359,6 +2391,15 @@ def parse_reply(text: str, task: Task) -> _Draft:
             break
         query_lines.append(line)
     return _Draft(" ".join(query_lines).rstrip(";").strip())
+
+
+_ROOM_NODE = (
+    r"\(\s*\w*\s*:\s*`?Room`?\s*\{{[^{{}}]*?(?:class|nodeSymbol)\s*:\s*'(?P<{v}>[^']+)'[^{{}}]*\}}\s*\)"
+)
+_NEIGHBOUR_HOLDS = re.compile(
+    rf"(?P<a>{_ROOM_NODE.format(v='av')})\s*<?-\s*\[\s*\w*\s*:\s*ROOM_CONNECTED\s*\]\s*->?\s*"
+    rf"(?P<b>{_ROOM_NODE.format(v='bv')})(?=\s*-\s*\[\s*\w*\s*:\s*CONTAINS[^\]]*\]\s*->)"
+)
 
 
 def _value_said(value: str, question: str, ignore: Collection[str] = ()) -> bool:
