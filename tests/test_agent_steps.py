@@ -973,3 +973,26 @@ def test_the_room_said_first_holds_what_is_in_the_room_next_to_another(store: Cy
     agent, _ = scripted_agent(store, [lounge], measure_form=False, compare_form=False, plan=False)
     result = agent.run("Which seats are in the lounge next to the hallway?", answer_type="set")
     assert "holds it" not in " ".join(result.context.get("rewrites", []))
+
+
+def test_one_node_pinned_to_two_symbols_is_either_of_them(store: CypherStore) -> None:
+    from scenerag.agents.query_repair import either_symbol
+
+    query = (
+        "MATCH (o:Object {nodeSymbol: 'O237', class: 'light'}) MATCH (o:Object {nodeSymbol: 'O95', class: 'sign'}) "
+        "RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1"
+    )
+    assert store.query(query).rows == []
+    fixed, notes = either_symbol(query)
+    assert notes and fixed.startswith("MATCH (o:Object) WHERE o.nodeSymbol IN ['O237', 'O95'] RETURN")
+    truth = store.query(
+        "MATCH (o:Object) WHERE o.nodeSymbol IN ['O237', 'O95'] RETURN o.nodeSymbol AS s ORDER BY o.center.z DESC LIMIT 1"
+    ).rows
+    assert store.query(fixed).rows[0]["o.nodeSymbol"] == truth[0]["s"]
+    # two nodes, one symbol, or more than the pinned node: unchanged
+    for kept in (
+        "MATCH (o:Object {nodeSymbol: 'O237'}), (p:Object {nodeSymbol: 'O95'}) RETURN o.nodeSymbol",
+        "MATCH (o:Object {nodeSymbol: 'O237'}) WHERE o.center.z > 0 RETURN o.nodeSymbol",
+        "MATCH (o:Object {nodeSymbol: 'O237'}), (o)-[:CONTAINS]-(p:MeshPlace) RETURN p.nodeSymbol",
+    ):
+        assert either_symbol(kept) == (kept, [])

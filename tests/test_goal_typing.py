@@ -758,3 +758,21 @@ def test_ends_are_read_off_verbs_and_phrases_as_said(
     }
     out, notes = end_where_said(sketch, instruction, D, load_words(), lambda c: mentions.get(c, []))
     assert (out, bool(notes)) == ((ended, True) if ended else (sketch, False))
+
+
+def test_a_choice_beside_an_avoidance_of_every_member() -> None:
+    """ "grab one of the decorations (either is fine), but keep out of all the hallways": "all" is said in
+    the part that avoids, so the choice stands; the avoidance of every hallway stays every hallway."""
+    from scenerag.agents.goal_sketch import choice_as_any
+
+    words = load_words()
+    out, notes = choice_as_any(
+        "(and (all (holding [decorations in the lounge])) (all (not (visited-room [hallway]))))",
+        "Grab one of the decorations in the lounge (either is fine), but keep out of all the hallways.",
+        words,
+    )
+    assert out == "(and (any (holding [decorations in the lounge])) (all (not (visited-room [hallway]))))"
+    assert notes
+    # "all" outside an avoidance still asks for every member
+    kept = "(all (holding [decorations in the lounge]))"
+    assert choice_as_any(kept, "Grab all the decorations, any one first.", words) == (kept, [])

@@ -445,3 +445,22 @@ def test_kinds_of_another_layer_than_asked_are_sent_back(store: CypherStore) -> 
     agent, model = scripted_agent(store, [places], measure_form=False, compare_form=False, plan=False)
     agent.run("What kinds of mesh places are next to the place where the bicycle is?", answer_type="set")
     assert len(model.calls) == 1
+
+
+def test_connection_words_with_no_connecting_edge_are_sent_back(store: CypherStore) -> None:
+    """ "which rooms could I walk into directly from the bike's room" answered with the bike's room: the
+    question says a connection and the query follows no ROOM_CONNECTED edge."""
+    own = "MATCH (r:Room)-[:CONTAINS*]->(:Object {class: 'bicycle'}) RETURN DISTINCT r.nodeSymbol"
+    next_door = (
+        "MATCH (r:Room)-[:CONTAINS*]->(:Object {class: 'bicycle'}) MATCH (r)-[:ROOM_CONNECTED]-(n:Room) "
+        "RETURN DISTINCT n.nodeSymbol"
+    )
+    question = "Which rooms could I walk into directly from the room the bicycle is in?"
+    agent, model = scripted_agent(store, [own, next_door], measure_form=False, compare_form=False, plan=False)
+    result = agent.run(question, answer_type="set")
+    assert len(model.calls) == 2 and "follows no ROOM_CONNECTED edge" in model.calls[1].messages[-1].content
+    truth = {r["n.nodeSymbol"] for r in store.query(next_door).rows}
+    assert result.answer is not None and set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    agent, model = scripted_agent(store, [own], measure_form=False, compare_form=False, plan=False)
+    agent.run("Which room is the bicycle in?", answer_type="set")
+    assert len(model.calls) == 1

@@ -95,6 +95,7 @@ from scenerag.agents.query_repair import (
     drop_return_trip,
     drop_sql_group_by,
     drop_unnamed_container,
+    either_symbol,
     exclude_the_reference,
     extreme_in_with,
     group_by_the_other_node,
@@ -1346,6 +1347,17 @@ class CypherAgent:
             )
         if answer is not None and counts_pinned_ends(query):
             doubts.append(("kind", _PINNED_ENDS_COUNTED))
+        connection = self._connection(question, links)
+        if connection is not None and not re.search(rf"\b{connection[2]}\b", query):
+            words, label, edge = connection
+            doubts.append(
+                (
+                    "connection",
+                    f"The question says {words[0]!r}, but the query follows no {edge} edge: match "
+                    f"(a:{label})-[:{edge}]-(b:{label}) for the {ont.layer_name(label).replace('_', ' ')} "
+                    "nodes connected to it.",
+                )
+            )
         other_kinds = self._kinds_of_other_layer(query, question) if answer is not None else None
         if other_kinds:
             doubts.append(("layer", other_kinds))
@@ -1519,6 +1531,7 @@ class CypherAgent:
         if self.config.auto_repair:
             for repair in (
                 drop_sql_group_by,
+                either_symbol,
                 close_open_subqueries,
                 split_subquery_arithmetic,
                 split_subquery_alternatives,

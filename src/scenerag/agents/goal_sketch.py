@@ -362,12 +362,31 @@ def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, l
     return out, [f"{sketch} -> {out}: the instruction asks for these in turn, not for one of them"]
 
 
+def instruction_parts(instruction: str, words: Words) -> list[tuple[int, int]]:
+    """The parts of an instruction, ``(start, end)`` each: the text between punctuation and the language's
+    ``part_words`` ("inspect the bike, *then* wait in the lounge")."""
+    edges = sorted(
+        [(m.start(), m.end()) for m in _BREAK.finditer(instruction)]
+        + words.said_spans(instruction, words.part_words)
+    )
+    cuts = [0, *[c for span in edges for c in span], len(instruction)]
+    return [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts) - 1, 2) if cuts[i] < cuts[i + 1]]
+
+
 def choice_as_any(sketch: str, instruction: str, words: Words) -> tuple[str, list[str]]:
     """``sketch`` with each ``(all ...)`` made ``(any ...)`` when the instruction offers a choice of one
     (the language's ``choice_words``: "grab a decoration from the lounge, either one is fine") and says none
-    of its ``every_words``: every member is not asked for. An ``(all A B)`` of several parts still asks for
-    each part (``(and (any A) (any B))``). Unchanged otherwise, with a note when changed."""
-    if not words.says(instruction, words.choice_words) or words.says(instruction, words.every_words):
+    of its ``every_words`` outside a part that avoids ("keep out of all the hallways"): every member is not
+    asked for. An ``(all A B)`` of several parts still asks for each part (``(and (any A) (any B))``), and an
+    avoidance of every member stays one. Unchanged otherwise, with a note when changed."""
+    avoiding = words.goal_words.get("not", ())
+    # "every" said in a part that avoids ("keep out of *all* the hallways") asks nothing of the choice
+    every = [
+        (a, b)
+        for a, b in instruction_parts(instruction, words)
+        if words.says(instruction[a:b], words.every_words) and not words.says(instruction[a:b], avoiding)
+    ]
+    if not words.says(instruction, words.choice_words) or every:
         return sketch, []
     tree = _parsed(sketch)
     if tree is None:
@@ -377,10 +396,10 @@ def choice_as_any(sketch: str, instruction: str, words: Words) -> tuple[str, lis
         if not isinstance(node, list) or not node:
             return node
         head = str(node[0]).lower()
-        if head not in ("all", "every", "forall"):
-            return [node[0], *(swap(c) for c in node[1:])]
+        if head not in ("all", "every", "forall") or not _has_positive(node):
+            return [node[0], *(swap(c) for c in node[1:])]  # avoiding every member stays every member
         if len(node) > 2:  # "(all A B)" asks for A and for B: the choice is among each one's members
-            return ["and", *(["any", swap(c)] for c in node[1:])]
+            return ["and", *(["any", swap(c)] if _has_positive(c) else c for c in node[1:])]
         return ["any", swap(node[1])]
 
     out = _unparse(swap(tree))
@@ -627,12 +646,7 @@ def complete_parts(
     if loose:
         return sketch, []
     table = words.goal_words
-    edges = sorted(
-        [(m.start(), m.end()) for m in _BREAK.finditer(instruction)]
-        + words.said_spans(instruction, words.part_words)
-    )
-    cuts = [0, *[c for span in edges for c in span], len(instruction)]
-    parts = [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts) - 1, 2) if cuts[i] < cuts[i + 1]]
+    parts = instruction_parts(instruction, words)
     added: list[list] = []
     notes: list[str] = []
     for start, end in parts:

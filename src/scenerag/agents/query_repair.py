@@ -910,6 +910,40 @@ def exclude_the_reference(query: str) -> tuple[str, list[str]]:
     return query, []
 
 
+_ONE_NODE = re.compile(r"\(\s*(?P<v>[A-Za-z_]\w*)\s*(?::\s*`?(?P<l>\w+)`?)?\s*\{(?P<props>[^{}]*)\}\s*\)")
+
+
+def either_symbol(query: str) -> tuple[str, list[str]]:
+    """``MATCH (o:Object {nodeSymbol: 'O237'}) MATCH (o:Object {nodeSymbol: 'O95'}) RETURN o.nodeSymbol ORDER
+    BY o.center.z DESC LIMIT 1`` pins one node to two symbols, which no node is: where the query's first
+    patterns are only that node, each with a symbol, the node is either of them (``WHERE o.nodeSymbol IN
+    ['O237', 'O95']``; the symbols name the nodes, so their class filters go). ``(query, notes)``; unchanged
+    otherwise."""
+    head = re.match(r"(?is)\s*((?:(?:MATCH\s+)?\(\s*[^()]*\)\s*,?\s*)+)(?=\b(WHERE|WITH|RETURN)\b)", query)
+    if head is None:
+        return query, []
+    patterns = list(_ONE_NODE.finditer(head.group(1)))
+    rest = _ONE_NODE.sub("", head.group(1))
+    if len(patterns) < 2 or re.sub(r"(?i)\bMATCH\b|[\s,]", "", rest):
+        return query, []
+    names = {m.group("v") for m in patterns}
+    symbols = [re.search(rf"\b{ont.SYMBOL_KEY}\s*:\s*'([^']+)'", m.group("props")) for m in patterns]
+    if len(names) != 1 or not all(symbols) or len({s.group(1) for s in symbols if s}) < 2:
+        return query, []
+    var, label = patterns[0].group("v"), next((m.group("l") for m in patterns if m.group("l")), None)
+    listed = ", ".join(f"'{value}'" for value in dict.fromkeys(s.group(1) for s in symbols if s))
+    node = f"({var}:{label})" if label else f"({var})"
+    tail = query[head.end(1) :].lstrip()
+    condition = f"{var}.{ont.SYMBOL_KEY} IN [{listed}]"
+    if re.match(r"(?i)WHERE\b", tail):
+        tail = f"WHERE {condition} AND " + tail[5:].lstrip()
+    else:
+        tail = f"WHERE {condition} " + tail
+    return f"MATCH {node} {tail}", [
+        f"{var} was pinned to {listed}, which no one node is: matched either of them"
+    ]
+
+
 def unpin_twice_named(query: str, singletons: Collection[str] = ()) -> tuple[str, list[str]]:
     """``(x {nodeSymbol: 'O112'}), (ref {nodeSymbol: 'O112'}) WHERE x <> ref`` asks for a node that is and
     is not O112 (no rows): the named node is the reference, the other variable (the one the query goes on
