@@ -50,6 +50,34 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Cyphe
         store.close()
 
 
+#: reference goals the agent gives in a form equal only under the domain's containment, not as propositions:
+#: the agent drops a part another part implies through containment (``goal_sketch._drop_contained``), which
+#: ``goals_equivalent`` (propositional) cannot see. Each is checked below to differ by exactly such a part.
+EQUIVALENT_UNDER_CONTAINMENT = {
+    # "visit the lounge first, then the hallway where the bicycle is, and finally park next to the sign in that
+    # hallway": ending at O36, which R3 holds, visits R3, so (visited-room R3) is dropped
+    "blindAL-19": ("(visited-room R3)", "(at-object O36)"),
+}
+
+
+def test_goals_equal_under_containment_differ_by_an_implied_part(stores: dict[str, CypherStore]) -> None:
+    from scenerag.lang import goals_equivalent
+
+    store = stores["hydra"]
+    for uid, (implied, by) in EQUIVALENT_UNDER_CONTAINMENT.items():
+        room, thing = implied.strip("()").split()[1], by.strip("()").split()[1]
+        rows = store.query(
+            "MATCH (r {nodeSymbol: $r})-[:CONTAINS*]->(t {nodeSymbol: $t}) RETURN count(*) AS n",
+            {"r": room, "t": thing},
+        ).rows
+        assert rows[0]["n"] > 0, f"{uid}: {room} does not hold {thing}"
+        item = next(q for p in _sets("hydra") for q in load_questions(p) if q.uid == uid)
+        reduced = item.solution.replace(f" {implied}", "").replace(f"{implied} ", "")
+        agent = CypherAgent(ReferenceModel(), store, CypherAgentConfig())
+        answer = pass_through(agent, [item])[0].answer
+        assert answer is not None and goals_equivalent(answer, reduced), (uid, answer, reduced)
+
+
 @pytest.mark.parametrize("path", [p for g in GRAPHS for p in _sets(g)], ids=lambda p: p.stem)
 def test_reference_queries_pass_through_the_whole_agent(path: Path, stores: dict[str, CypherStore]) -> None:
     graph = path.stem.split("_")[0]
@@ -58,6 +86,7 @@ def test_reference_queries_pass_through_the_whole_agent(path: Path, stores: dict
     if not items:
         pytest.skip(f"{path.name} has no reference queries")
     broken = [(i.uid, i.answer, i.solution, i.error) for i in items if not i.correct]
+    broken = [b for b in broken if b[0] not in EQUIVALENT_UNDER_CONTAINMENT]
     assert not broken, (
         f"{len(broken)} of {len(items)} correct reference queries broken by the agent: {broken}"
     )
@@ -92,6 +121,8 @@ GRAMMAR_EXCEPTIONS = {
     # "any plants": no node has any of them, so the question's words give the same answer (absent: false)
     "blindAH-19",
     "blindAI-13",
+    # 'person' and 'people' beside the labelspace's 'human' for "any people … humans": no node has any of them
+    "blindAK-21",
 }
 
 
