@@ -12,6 +12,11 @@ from scenerag.store import CypherStore
 store = hydra_store_fixture("doubts")
 
 
+def _members(answer: str | None) -> set[str]:
+    """The members of an SLDP set answer (``<O9, O27>`` -> {'O9', 'O27'}); empty for no answer."""
+    return set(answer.strip("<>").replace(" ", "").split(",")) if answer else set()
+
+
 def sent_back_then_kept(
     store: CypherStore, question: str, doubted: str, right: str, answer: str, says: str
 ) -> None:
@@ -296,7 +301,7 @@ def test_a_class_filter_that_empties_the_answer_goes_at_once(store: CypherStore)
     agent, model = scripted_agent(store, [copied])
     result = agent.run("List every object that sits inside room R3.", answer_type="set")
     assert len(model.calls) == 1 and result.answer is not None
-    assert set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    assert _members(result.answer) == truth
     agent, model = scripted_agent(store, [copied, copied])
     assert agent.run("Is there anything in room R3?").answer == "no" and len(model.calls) == 2
 
@@ -349,7 +354,7 @@ def test_a_scope_no_node_has_goes_at_once_when_nothing_matches(store: CypherStor
     agent, model = scripted_agent(store, [floor], measure_form=False)
     result = agent.run("List all the signs on this floor (ids please).", answer_type="set")
     assert len(model.calls) == 1 and result.answer is not None
-    assert set(result.answer.strip("<>").replace(" ", "").split(",")) == set(signs)
+    assert result.answer is not None and _members(result.answer) == set(signs)
     # a class the question says is an answer: nothing in the kitchen
     kitchen = floor.replace("'floor'", "'kitchen'")
     agent, model = scripted_agent(store, [kitchen], measure_form=False)
@@ -366,7 +371,7 @@ def test_classes_given_for_which_nodes_are_sent_back(store: CypherStore) -> None
     result = agent.run("Which objects are in R4?", answer_type="set")
     assert len(model.calls) == 2 and "not their kinds" in model.calls[1].messages[-1].content
     truth = {r["o.nodeSymbol"] for r in store.query(ids).rows}
-    assert result.answer is not None and set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    assert result.answer is not None and _members(result.answer) == truth
     agent, model = scripted_agent(store, [classes], measure_form=False)
     agent.run("What kinds of objects are in R4?", answer_type="set")
     assert len(model.calls) == 1
@@ -441,7 +446,7 @@ def test_kinds_of_another_layer_than_asked_are_sent_back(store: CypherStore) -> 
     result = agent.run(question, answer_type="set")
     assert len(model.calls) == 2 and "kinds of object nodes" in model.calls[1].messages[-1].content
     truth = {r["o.class"] for r in store.query(objects).rows}
-    assert result.answer is not None and set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    assert result.answer is not None and _members(result.answer) == truth
     agent, model = scripted_agent(store, [places], measure_form=False, compare_form=False, plan=False)
     agent.run("What kinds of mesh places are next to the place where the bicycle is?", answer_type="set")
     assert len(model.calls) == 1
@@ -460,7 +465,7 @@ def test_connection_words_with_no_connecting_edge_are_sent_back(store: CypherSto
     result = agent.run(question, answer_type="set")
     assert len(model.calls) == 2 and "follows no ROOM_CONNECTED edge" in model.calls[1].messages[-1].content
     truth = {r["n.nodeSymbol"] for r in store.query(next_door).rows}
-    assert result.answer is not None and set(result.answer.strip("<>").replace(" ", "").split(",")) == truth
+    assert result.answer is not None and _members(result.answer) == truth
     agent, model = scripted_agent(store, [own], measure_form=False, compare_form=False, plan=False)
     agent.run("Which room is the bicycle in?", answer_type="set")
     assert len(model.calls) == 1

@@ -1117,7 +1117,7 @@ class CypherAgent:
             return None  # at once only for no rows at all (a count of 0 may be wrong in more ways)
         classes = [v for v in invented if not ont.has_symbol_shape(v) and (empty or f"'{v}'" in shown)]
         if no_rows and not yes_no:  # a scope no node can be ("on this floor" as a Room of class 'floor')
-            classes += [v for v in self._unsaid_scopes(outcome.cypher, question) if v not in classes]
+            classes += [v for _, v, _ in self._unsaid_scopes(outcome.cypher, question) if v not in classes]
         if not classes:
             return None
         query, notes = drop_class_filter(outcome.cypher, classes)
@@ -1279,15 +1279,14 @@ class CypherAgent:
                 )
         # a class the question names that no node has is an answer ("chairs in the kitchen": none); a
         # layer's own word ("on this floor") names no class
-        for label, value, classes in memberless_scopes(query, self.store.schema()):
-            if value in self._unsaid_scopes(query, question):
-                doubts.append(
-                    (
-                        "scope",
-                        f"No {label} has class '{value}' (its classes: {', '.join(classes[:12])}), so the "
-                        "query finds nothing inside it: match what the question names, or drop that node.",
-                    )
+        for label, value, classes in self._unsaid_scopes(query, question):
+            doubts.append(
+                (
+                    "scope",
+                    f"No {label} has class '{value}' (its classes: {', '.join(classes[:12])}), so the "
+                    "query finds nothing inside it: match what the question names, or drop that node.",
                 )
+            )
         wrong = self._wrong_layer(question, links, answer) or self._counted_other_layer(
             query, question, links
         )
@@ -1410,16 +1409,7 @@ class CypherAgent:
         """Why the classes ``query`` returns are of another layer than the kinds the question asks for ("what
         kinds of objects are in the places next to …" answered with the places' class); None when they are
         not, or it is unclear."""
-        kinds = "|".join(re.escape(w) for w in sorted(self.words.kind_words, key=len, reverse=True))
-        m = re.search(rf"\b(?:{kinds})\s+(?:of\s+)?((?:\w+\s+){{0,1}}\w+)", question, re.I) if kinds else None
-        if m is None:
-            return None
-        said = m.group(1).lower()
-        asked = None
-        for word, labels in sorted(self.words.layer_words.items(), key=lambda kv: -len(kv[0])):
-            if labels and re.match(rf"{re.escape(word)}s?\b", said):
-                asked = next((lab for lab in labels if lab in self.store.schema().node_counts), None)
-                break
+        asked = self._asked_label(question, (), self.words.kind_words)  # a layer word after "kinds (of)"
         returned = re.findall(r"\b([A-Za-z_]\w*)\.class\b", return_clause(query))
         if asked is None or not returned:
             return None
@@ -1697,14 +1687,15 @@ class CypherAgent:
                 named.update(labels)
         return named
 
-    def _unsaid_scopes(self, query: str, question: str) -> list[str]:
-        """Class values of the query's memberless scopes (see :func:`memberless_scopes`) that the question
-        never says, a layer's own word not counting ("on this floor" names no class of Room)."""
+    def _unsaid_scopes(self, query: str, question: str) -> list[tuple[str, str, list[str]]]:
+        """The query's memberless scopes (``(label, value, that label's classes)``, see
+        :func:`memberless_scopes`) whose class the question never says, a layer's own word not counting ("on
+        this floor" names no class of Room)."""
         layers = {w for w in self.words.layer_words if " " not in w}
         return [
-            value
-            for _, value, _ in memberless_scopes(query, self.store.schema())
-            if not _value_said(value, question, ignore=layers)
+            scope
+            for scope in memberless_scopes(query, self.store.schema())
+            if not _value_said(scope[1], question, ignore=layers)
         ]
 
     def _names_absent_value(self, query: str, links: Sequence[Link] = ()) -> bool:

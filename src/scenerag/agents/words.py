@@ -233,7 +233,7 @@ class Words:
             if (
                 len(low) < 5
                 or low in known
-                or any(low == k + e for k in known for e in self.word_endings if e)
+                or any(low.endswith(e) and low[: -len(e)] in known for e in self.word_endings if e)
             ):
                 return word
             swaps = {low[:i] + low[i + 1] + low[i] + low[i + 2 :] for i in range(len(low) - 1)}
