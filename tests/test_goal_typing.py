@@ -776,3 +776,93 @@ def test_a_choice_beside_an_avoidance_of_every_member() -> None:
     # "all" outside an avoidance still asks for every member
     kept = "(all (holding [decorations in the lounge]))"
     assert choice_as_any(kept, "Grab all the decorations, any one first.", words) == (kept, [])
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "fixed"),
+    [
+        # asked for and avoided at once: the instruction says which
+        (
+            "Drive over to the bike, but do not go through hallway R2 on the way.",
+            "(and (visited-place [R2]) (not (visited-place [hallway R2])) (visited-object [bicycle]))",
+            "(and (not (visited-place [hallway R2])) (visited-object [bicycle]))",
+        ),
+        (
+            "Inspect the bed, but keep clear of the bag.",
+            "(and (safe [bed]) (not (visited-object [bag])) (not (visited-object [bed])))",
+            "(and (safe [bed]) (not (visited-object [bag])))",
+        ),
+        # a negation of what is only asked for, beside an avoidance said elsewhere: complete_parts asks for it
+        (
+            "Go to the bike, but never go through R2.",
+            "(and (not (visited-room R2)) (not (visited-object [bicycle])))",
+            "(not (visited-room R2))",
+        ),
+        # unchanged: the part asks and then avoids ("except"); said both ways; nothing avoided at all
+        (
+            "Visit every hallway except the one with the bicycle.",
+            "(and (all (visited-room [hallway])) (not (visited-room [hallway with the bicycle])))",
+            None,
+        ),
+        (
+            "Inspect everything near the bag (not the bag itself).",
+            "(and (safe [bag]) (not (safe [bag])))",
+            None,
+        ),
+        (
+            "Go to the sign closest to the bike.",
+            "(and (visited-object O36) (not (visited-object [bicycle])))",
+            None,
+        ),
+    ],
+)
+def test_a_thing_asked_for_and_avoided_keeps_the_polarity_said(
+    instruction: str, sketch: str, fixed: str | None
+) -> None:
+    from scenerag.agents.goal_sketch import polarity_where_said
+
+    mentions = {"bicycle": ["bike", "bicycle"], "bed": ["bed"], "bag": ["bag"]}
+    out, notes = polarity_where_said(sketch, instruction, D, load_words(), lambda c: mentions.get(c, []))
+    assert (out, bool(notes)) == ((fixed, True) if fixed else (sketch, False))
+
+
+def test_through_the_agent_the_avoided_room_and_the_asked_bike_keep_their_polarity(
+    store: CypherStore,
+) -> None:
+    agent, _ = scripted_agent(
+        store,
+        [
+            "Goal: (and (visited-place [R2]) (not (visited-place [hallway R2])) (not (visited-object [bicycle])))"
+        ],
+    )
+    result = agent.run("Drive over to the bike, but do not go through hallway R2 on the way.", task="pddl")
+    assert result.answer is not None
+    assert goals_equivalent(
+        parse_goal(result.answer, HERACLES_DOMAIN),
+        parse_goal("(and (visited-object O43) (not (visited-room R2)))", HERACLES_DOMAIN),
+    )
+
+
+def test_a_container_asked_for_on_its_own_stays_beside_what_it_holds(store: CypherStore) -> None:
+    from scenerag.agents.goal_sketch import said_alone
+
+    words = load_words()
+    mentions = {"lounge": ["lounge"], "bag": ["bag"], "sign": ["signs"]}
+    alone = said_alone(
+        "(and (visited-room [lounge]) (at-object [bag]))",
+        "Visit the lounge first, then wait by the bag.",
+        words,
+        lambda c: mentions.get(c, []),
+    )
+    assert alone == {"[lounge]", "[bag]"}
+    # said in one part with what it holds: a scope, not a place asked for
+    assert (
+        said_alone("(and (visited-room R5) (visited-object [sign]))", "Visit the signs in R5.", words)
+        == set()
+    )
+    agent, _ = scripted_agent(store, ["Goal: (and (visited-room [lounge]) (at-object [bag]))"])
+    result = agent.run("Visit the lounge first, then wait by the bag.", task="pddl")
+    assert result.answer == "(and (visited-room R1) (at-object O285))"
+    agent, _ = scripted_agent(store, ["Goal: (and (visited-room R5) (all (visited-object [sign in R5])))"])
+    result = agent.run("Visit the signs in R5.", task="pddl")
+    assert result.answer is not None and "R5" not in result.answer  # implied by visiting its signs

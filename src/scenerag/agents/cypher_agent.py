@@ -64,7 +64,9 @@ from scenerag.agents.goal_sketch import (
     never_entered,
     one_end,
     only_negations,
+    polarity_where_said,
     resolve_sketch,
+    said_alone,
     scope_to_named_class,
     sequence_as_and,
     sketch_grammar,
@@ -2142,6 +2144,7 @@ class CypherAgent:
                 and (_is_plural(link.mention, link.value) or self._said_of_every(question, link.mention))
                 and not choice
             }
+            alone = said_alone(draft.goal, question, self.words, self._arg_mentions(links))
             try:
                 sketch = resolve_sketch(
                     draft.goal,
@@ -2154,6 +2157,7 @@ class CypherAgent:
                     holders=self._holders,
                     members=self._members if choice else None,  # "somewhere in R3": any place of it
                     contents=self._members,  # "[object in hallway R4]" found R4: the objects it holds
+                    asked=alone.__contains__,  # "visit the lounge, then wait by the bag": the lounge stays
                 )
             except SketchError as exc:
                 state.result.raw_answer = draft.goal
@@ -2192,8 +2196,11 @@ class CypherAgent:
             values = {inner.lower(), *(v.lower() for v in self._class_values(inner))}
             return [m for link in links if link.value.lower() in values for m in link.mentions]
 
-        goal, notes = complete_parts(
-            draft.goal,
+        goal, notes = polarity_where_said(
+            draft.goal, question, self.domain, self.words, self._arg_mentions(links)
+        )
+        goal, more = complete_parts(
+            goal,
             question,
             self._named(links),
             self.domain,
@@ -2201,6 +2208,7 @@ class CypherAgent:
             canonical=self._class_values,
             holds=lambda symbols, members: self._holds_any(" ".join(symbols), members),
         )
+        notes += more
         layers = sorted(self.words.layer_words, key=len, reverse=True)
         goal, more, widened = widen_to_descriptions(goal, question, mentions, self.words, layers=layers)
         notes += more
@@ -2248,6 +2256,21 @@ class CypherAgent:
             return draft
         state.result.context.setdefault("rewrites", []).extend(notes)
         return _Draft(draft.cypher, goal)
+
+    def _arg_mentions(self, links: Sequence[Link]) -> Callable[[str], list[str]]:
+        """How the instruction may say a sketch argument: the mentions of the links of its class, or of the
+        link that names that symbol alone ("the bed": O275)."""
+
+        def mentions(inner: str) -> list[str]:
+            values = {inner.lower(), *(v.lower() for v in self._class_values(inner))}
+            return [
+                m
+                for link in links
+                if link.value.lower() in values or link.symbols == (inner,)
+                for m in link.mentions
+            ]
+
+        return mentions
 
     def _named(self, links: Sequence[Link]) -> list[Named]:
         """The things ``links`` name that a goal can take as arguments (for :func:`complete_parts`)."""

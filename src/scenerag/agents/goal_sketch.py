@@ -39,7 +39,9 @@ __all__ = [
     "end_where_said",
     "join_to_relation",
     "only_negations",
+    "polarity_where_said",
     "resolve_sketch",
+    "said_alone",
     "scope_to_named_class",
     "sequence_as_and",
     "sketch_grammar",
@@ -116,6 +118,7 @@ def resolve_sketch(
     holders: Holders | None = None,
     members: Holders | None = None,
     contents: Holders | None = None,
+    asked: Callable[[str], bool] = lambda _: False,
 ) -> SketchResult:
     """The concrete PDDL goal of ``sketch``; raises :class:`SketchError` with a fixable message.
 
@@ -126,10 +129,13 @@ def resolve_sketch(
     node above its kind takes the nodes of its kind that node holds (``members``: "leave X somewhere in R3" is
     any place of R3). A phrase of a one-argument predicate that finds a node above its kind takes the nodes
     of its kind that node holds (``contents``: "inspect every object in hallway R4" found R4). Avoiding
-    every member of a class the graph lacks asks for nothing and drops out of a conjunction (noted)."""
+    every member of a class the graph lacks asks for nothing and drops out of a conjunction (noted). A
+    conjunct implied by containment stays when the instruction asks for its argument on its own (``asked``:
+    "visit the lounge, then wait by the bag")."""
     tree = _parse(sketch.strip())
     bindings = bindings or {}
     notes: list[str] = []
+    own: set[str] = set()  # atoms of arguments the instruction asks for on their own
 
     def values(arg: str, kind: str) -> list[str]:
         if arg.startswith("?"):
@@ -197,7 +203,7 @@ def resolve_sketch(
             if head == "and":
                 kept = _drop_implied(kept, domain)
                 if holders is not None:
-                    kept = _drop_contained(kept, domain, holders)
+                    kept = _drop_contained(kept, domain, holders, own)
             if not kept:
                 return None
             return kept[0] if len(kept) == 1 else f"({head} " + " ".join(kept) + ")"
@@ -234,6 +240,8 @@ def resolve_sketch(
             groups = [(head, options)]
         atoms = [f"({p} {' '.join(combo)})" for p, opts in groups for combo in _product(opts)]
         atoms = list(dict.fromkeys(atoms))
+        if len(args) == 1 and asked(args[0]):
+            own.update(atoms)
         if mode == "not":
             atoms = [f"(not {a})" for a in atoms]
             return atoms[0] if len(atoms) == 1 else "(and " + " ".join(atoms) + ")"
@@ -583,6 +591,104 @@ def never_entered(sketch: str, instruction: str, domain: GoalDomain, words: Word
     return (_unparse(tree), notes) if notes else (sketch, [])
 
 
+def polarity_where_said(
+    sketch: str,
+    instruction: str,
+    domain: GoalDomain,
+    words: Words,
+    mentions: Callable[[str], Sequence[str]] = lambda _: (),
+) -> tuple[str, list[str]]:
+    """A conjunction that asks for a thing and avoids it at once (``(and (visited-object [bicycle]) (not
+    (visited-object [bicycle])) ...)`` for "drive to the bike, but do not go through R2"): the instruction
+    says which one it means. An atom whose argument is said only with the other polarity (avoided: after a
+    word of the ``not`` family in its part, :func:`instruction_parts`) drops out, when another atom of the
+    conjunction, of the polarity said, is about the same words; so does a negation of a thing said only
+    where it is asked for while the instruction avoids something (what to avoid is said there; what is
+    asked for, :func:`complete_parts` then adds). Unchanged otherwise (a thing said both to do and to
+    avoid, or said nowhere), with a note per dropped atom."""
+    tree = _parsed(sketch)
+    avoiding = words.goal_words.get("not", ())
+    if tree is None or not avoiding:
+        return sketch, []
+    parts = instruction_parts(instruction, words)
+    negations = [s for s, _ in words.said_spans(instruction, avoiding)]
+    notes: list[str] = []
+
+    def avoided(at: int) -> bool:
+        """Whether a word of the ``not`` family comes before ``at`` in its part ("visit every hallway
+        *except* the one with the bike": the hallway is asked for, the one with the bike avoided)."""
+        return any(a <= n < at for a, b in parts if a <= at < b for n in negations)
+
+    def said(atom: list) -> tuple[list[tuple[int, int]], set[bool]]:
+        """Where ``atom``'s argument is said, and whether each saying is avoided."""
+        spans = _arg_spans(instruction, str(atom[1]), mentions, words)
+        return spans, {avoided(s) for s, _ in spans}
+
+    def walk(node: object) -> None:
+        if not isinstance(node, list) or not node:
+            return
+        if str(node[0]).lower() in ("and", "all"):
+            atoms: list[tuple[list, bool, list[tuple[int, int]], set[bool]]] = []
+            for child in node[1:]:
+                negated = isinstance(child, list) and len(child) == 2 and str(child[0]).lower() == "not"
+                atom = child[1] if negated else child
+                if isinstance(atom, list) and len(atom) == 2 and str(atom[0]).lower() in domain.predicates:
+                    atoms.append((child, negated, *said(atom)))
+            drop = []
+            for child, negated, spans, polarity in atoms:
+                if polarity != {not negated}:
+                    continue  # said where it is meant so, said both ways, or not said
+                if negated and negations:
+                    drop.append(child)  # what to avoid is said in another part
+                elif any(
+                    other_negated == (not negated)
+                    and other_polarity == {not negated}
+                    and any(a < d and c < b for a, b in spans for c, d in other_spans)
+                    for other, other_negated, other_spans, other_polarity in atoms
+                    if other is not child
+                ):
+                    drop.append(child)
+            for child in drop:
+                node.remove(child)
+                where = (
+                    "only where it is asked for"
+                    if str(child[0]).lower() == "not"
+                    else "only where it is avoided"
+                )
+                notes.append(f"{_unparse(child)} dropped: the instruction says it {where}")
+        for child in node[1:]:
+            walk(child)
+
+    walk(tree)
+    if not notes:
+        return sketch, []
+    if isinstance(tree, list) and len(tree) == 2 and str(tree[0]).lower() in ("and", "all"):
+        tree = tree[1]
+    return _unparse(tree), notes
+
+
+def said_alone(
+    sketch: str, instruction: str, words: Words, mentions: Callable[[str], Sequence[str]] = lambda _: ()
+) -> set[str]:
+    """The arguments of ``sketch`` the instruction says in a part of their own: no other argument of the
+    sketch is said in that part, outside their own phrase ("visit the lounge first, then the hallway where
+    the bicycle is": both; "visit the signs in R5": neither)."""
+    args = list(dict.fromkeys(t for t in _TOKEN.findall(sketch) if t not in "()" and not t.startswith("?")))
+    spans = {a: _arg_spans(instruction, a, mentions, words) for a in args}
+    out: set[str] = set()
+    for a in args:
+        for start, end in instruction_parts(instruction, words):
+            mine = [(s, e) for s, e in spans[a] if start <= s < end]
+            if mine and not any(
+                start <= s < end and not any(ms <= s and e <= me for ms, me in mine)
+                for other in args
+                if other != a
+                for s, e in spans[other]
+            ):
+                out.add(a)
+    return out
+
+
 @dataclass(frozen=True)
 class Named:
     """One thing an instruction names, for :func:`complete_parts`: how it is said (``mentions``), the sketch
@@ -876,7 +982,7 @@ def _main_goal(tree: list, named: set[str], unused: set[str], domain: GoalDomain
     when that is clear: the one node symbol the instruction names and the sketch does not use, under the
     one predicate the instruction asks for and the sketch does not use ("go to O79 but stay out of P22249").
     """
-    left = sorted(named - set(_TOKEN.findall(_unparse(tree))))
+    left = sorted(named - set(re.findall(r"\b[A-Za-z]{1,2}\d+\b", _unparse(tree))))
     kind = domain.kind_of_symbol(left[0]) if len(left) == 1 else None
     if kind is None:
         return tree
@@ -1124,16 +1230,19 @@ def only_negations(sketch: str, domain: GoalDomain) -> bool:
     return tree is not None and _keys(tree, domain) == {"not"}
 
 
-def _drop_contained(parts: list[str], domain: GoalDomain, holders: Holders) -> list[str]:
+def _drop_contained(
+    parts: list[str], domain: GoalDomain, holders: Holders, own: Collection[str] = ()
+) -> list[str]:
     """In a conjunction, ``(visited-room R)`` is implied by visiting (or reaching) something R holds, and
     ``(in-room R)`` by ending at something R holds: the robot cannot reach a node without entering what
-    contains it ("visit the signs in R5" is the signs, not the signs and R5)."""
+    contains it ("visit the signs in R5" is the signs, not the signs and R5). An atom in ``own`` (asked for
+    on its own: "visit the lounge, then wait by the bag") stays."""
     visits = set(domain.implies.values())
     ends = set(domain.implies)
     out = []
     for i, part in enumerate(parts):
         m = _ATOM.fullmatch(part)
-        if m and (m.group(1) in visits or m.group(1) in ends):
+        if m and (m.group(1) in visits or m.group(1) in ends) and part not in own:
             kind = domain.predicates[m.group(1)][0]
 
             def reaches(other: str, m: re.Match[str] = m, kind: str = kind) -> bool:
