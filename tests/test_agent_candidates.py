@@ -87,6 +87,14 @@ def test_plans_parse_and_their_grammar_allows_only_plans() -> None:
     assert PLAN_GRAMMAR.accepts(reply) and PLAN_GRAMMAR.accepts("one step")
     assert not PLAN_GRAMMAR.accepts("1. Which light is closest? 2. Which room is it in?")
     assert not PLAN_GRAMMAR.accepts("Sure! Here is the plan.")
+    # a step ends at "?", "." or ":", so the next step's number cannot become part of it; numbers go on
+    said = "1. Find the room where the bike is: 2. Which seats are within 0.5 m of #1?"
+    assert PLAN_GRAMMAR.accepts(said) and parse_plan(said) == Plan(
+        ("Find the room where the bike is:", "Which seats are within 0.5 m of #1?")
+    )
+    assert PLAN_GRAMMAR.accepts("1. Find the room of O43. 2. How many seats are in #1?")
+    assert not PLAN_GRAMMAR.accepts("1. Find the room: 2. 2. Which seats are in #1?")
+    assert not PLAN_GRAMMAR.accepts("1. Which is R5.10.10 in? 2. Which room is #1?")
 
 
 def test_a_plan_that_is_no_decomposition_is_refused() -> None:

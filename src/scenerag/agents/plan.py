@@ -3,7 +3,8 @@ later ones refer to the first one's answer as ``#1`` (QDMR-style).
 
 Nothing here reads a sentence's shape. The model decides, shown worked plans instantiated with the graph's
 own layers, classes and symbols (templates of the language's words file), and its reply is decoded under a
-grammar (``one step`` | ``1. <question>? 2. <question with #1>?`` [``3. ...``]), so it always parses.
+grammar (``one step`` | ``1. <question>? 2. <question with #1>?`` [``3. ...``]; a step ends at ``?`` or
+``.``), so it always parses.
 Each step is answered by the whole Cypher pipeline; the node symbols of one step fill the next.
 """
 
@@ -25,14 +26,18 @@ ONE_STEP = "one step"
 
 
 def _plan_grammar() -> Grammar:
-    text = Chars("^#?\\n")
-    step = seq(plus(text), "?")
-    ref = seq(star(text), "#", Chars("12"), star(text), "?")
+    # a step ends at "?", "." or ":" (a "." inside a number goes on), so the next step's number cannot hide
+    # in it ("... in: 2. Which ..."); a number is followed by another character, not by a number
+    digits = plus(Chars("0-9"))
+    other = Chars("^#?.:\\n0-9")
+    text = alt(other, seq(Ref("number"), other))
+    end = seq(opt(Ref("number")), Chars("?.:"))
     return Grammar(
         {
             "root": alt(ONE_STEP, seq("1. ", Ref("step"), " 2. ", Ref("ref"), opt(seq(" 3. ", Ref("ref"))))),
-            "step": step,
-            "ref": ref,
+            "step": seq(plus(text), end),
+            "ref": seq(star(text), "#", Chars("12"), star(text), end),
+            "number": seq(digits, opt(seq(".", digits))),
         }
     )
 
