@@ -166,6 +166,27 @@ def test_a_form_finding_the_class_of_its_only_reference_finds_any_other_node(
     assert result.answer == nearest != bike
 
 
+def test_a_form_class_the_question_never_names_is_no_filter(
+    store: CypherStore, hydra_graph: SceneGraph
+) -> None:
+    """ "what object is sitting closest to my bag" filled with "class: seating" (no word of the question
+    links to it): the nearest node of any class is meant."""
+    (bag,) = symbols_of_class(hydra_graph, "bag")
+    echo = (
+        "MATCH (x:Object {class: 'bag'}), (ref:Object) WHERE x <> ref "
+        "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1"
+    )
+    form = "find: Object; class: seating; in: -; from: bag; from in: -; rank: nearest; within: -; answer: id"
+    agent, _ = scripted_agent(store, [echo, form, echo, echo])
+    result = agent.run("I left my bag here. What object is sitting closest to it?", answer_type="string")
+    nearest = store.query(
+        "MATCH (o:Object), (b {nodeSymbol: $b}) WHERE o <> b RETURN o.nodeSymbol AS s, o.class AS c "
+        "ORDER BY point.distance(o.center, b.center) LIMIT 1",
+        {"b": bag},
+    ).rows[0]
+    assert nearest["c"] != "seating" and result.answer == nearest["s"]
+
+
 def test_the_form_is_asked_before_a_plan(store: CypherStore, hydra_graph: SceneGraph) -> None:
     """A plan costs a call per step; the form one short reply: with both allowed, the form goes first and a
     form that holds up leaves no plan to ask for."""

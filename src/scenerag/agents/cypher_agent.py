@@ -1008,6 +1008,10 @@ class CypherAgent:
         ):
             # "what is closest to the bicycle", the only bicycle: other nodes of any class, not other bicycles
             form = dataclasses.replace(form, cls=ANY)
+        said = {link.value.lower() for link in links if link.key == ont.CLASS_KEY}
+        if form.cls != ANY and form.cls.lower() not in said:
+            # "what object is sitting closest to my bag": a class the question never names is no filter
+            form = dataclasses.replace(form, cls=ANY)
         cypher = forms.compile(form, ordered=answer_type == "list")
         if cypher is None:
             return None
