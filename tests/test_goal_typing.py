@@ -192,6 +192,10 @@ def test_agent_aligns_a_sketch_to_its_verbs_and_samples_past_one_that_only_avoid
         # blind sets read "check on" both ways)
         ("check on all the bins in R5", "(and (safe O64) (safe O79))", None),
         ("check on all the bins in R5", "(and (visited-object O64) (visited-object O79))", None),
+        # beside a part of the family whose longer phrase says it, the inner word's family goes: "take" of
+        # holding inside "take a look" of safe
+        ("Take a look at O36 and make sure it's ok.", "(and (safe O36) (holding O36))", "(safe O36)"),
+        ("First check on O8, then park next to O43.", "(and (safe O8) (at-object O43))", None),
         (
             "Visit R5 but stay out of R4.",
             "(and (in-room R5) (not (visited-room R4)))",
@@ -708,6 +712,12 @@ def test_only_one_end_of_a_conjunction_stays_an_end(instruction: str, sketch: st
         ("Keep away from the bed.", "(not (at-object [bed]))", "(not (visited-object [bed]))"),
         # a word asks where to end: not ending there is what is meant
         ("Visit R2 but don't finish in R3.", "(and (visited-room R2) (not (in-room R3)))", None),
+        # a word asks to end in another part: the avoided room is still not entered at all
+        (
+            "Park at one of the appliances, but never enter the lounge.",
+            "(and (at-object [appliance]) (not (in-room [lounge])))",
+            "(and (at-object [appliance]) (not (visited-room [lounge])))",
+        ),
         # positive ends are end_where_said's and one_end's
         ("Never go to R4.", "(not (visited-room R4))", None),
     ],
@@ -717,7 +727,8 @@ def test_a_negated_end_with_no_word_asking_to_end_avoids_the_visit(
 ) -> None:
     from scenerag.agents.goal_sketch import never_entered
 
-    out, notes = never_entered(sketch, instruction, D, load_words())
+    mentions = {"lounge": ["lounge"], "bicycle": ["bicycle"], "bed": ["bed"], "appliance": ["appliances"]}
+    out, notes = never_entered(sketch, instruction, D, load_words(), lambda c: mentions.get(c, []))
     assert (out, bool(notes)) == ((fixed, True) if fixed else (sketch, False))
 
 

@@ -121,6 +121,7 @@ GRAMMAR_EXCEPTIONS = {
     # "any plants": no node has any of them, so the question's words give the same answer (absent: false)
     "blindAH-19",
     "blindAI-13",
+    "blindAN-10",
     # 'person' and 'people' beside the labelspace's 'human' for "any people … humans": no node has any of them
     "blindAK-21",
 }

@@ -2225,7 +2225,7 @@ class CypherAgent:
         notes += more
         goal, more = one_end(goal, question, self.domain, self.words, mentions)
         notes += more
-        goal, more = never_entered(goal, question, self.domain, self.words)
+        goal, more = never_entered(goal, question, self.domain, self.words, self._arg_mentions(links))
         notes += more
         goal, more = join_to_relation(goal, question, self.domain, self.words)
         notes += more

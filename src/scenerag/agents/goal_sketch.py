@@ -557,24 +557,40 @@ def one_end(
     return (_unparse(tree), notes) if notes else (sketch, [])
 
 
-def never_entered(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> tuple[str, list[str]]:
+def never_entered(
+    sketch: str,
+    instruction: str,
+    domain: GoalDomain,
+    words: Words,
+    mentions: Callable[[str], Sequence[str]] = lambda _: (),
+) -> tuple[str, list[str]]:
     """``(not (in-room [lounge]))`` for "never set foot in the lounge": a negated ``ends-at`` atom only keeps
-    the robot from ending there; where no word of the instruction asks to end, the avoidance is of going
-    there at all (the ``visited`` family's predicate, ``(not (visited-room [lounge]))``). Unchanged when the
-    instruction says to end somewhere ("don't finish in the lounge"); a note per change."""
+    the robot from ending there; where no word asks to end in the part that says it (the whole instruction,
+    where it is said nowhere; :func:`instruction_parts`), the avoidance is of going there at all (the
+    ``visited`` family's predicate, ``(not (visited-room [lounge]))``: "park at an appliance, but never enter
+    the lounge"). Unchanged when its part says to end ("don't finish in the lounge"); a note per change."""
     ends, visits = "ends-at", "visited"
-    if ends not in domain.families or visits not in domain.families or _end_spans(instruction, words):
+    if ends not in domain.families or visits not in domain.families:
         return sketch, []
     tree = _parsed(sketch)
     if tree is None:
         return sketch, []
     notes: list[str] = []
+    said_ends = [s for s, _ in _end_spans(instruction, words)]
+    parts = instruction_parts(instruction, words)
+
+    def ends_there(arg: str) -> bool:
+        """Whether a word asks to end in a part that says ``arg`` (anywhere, where ``arg`` is not said)."""
+        spans = _arg_spans(instruction, arg, mentions, words)
+        if not spans:
+            return bool(said_ends)
+        return any(a <= e < b for s, _ in spans for a, b in parts if a <= s < b for e in said_ends)
 
     def walk(node: object, negated: bool) -> None:
         if not isinstance(node, list) or not node:
             return
         head = str(node[0]).lower()
-        if negated and len(node) == 2 and domain.family_of(head) == ends:
+        if negated and len(node) == 2 and domain.family_of(head) == ends and not ends_there(str(node[1])):
             member = domain.families[visits].get(domain.predicates[head][0])
             if member is not None:
                 before = _unparse(node)
@@ -922,13 +938,14 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
     # a family said only inside a longer phrase of another goal's ("check" in "check on") may be what is
     # meant: the model's choice between the two stands (not inside an avoidance: "stay" in "stay out of")
     spans = {key: words.said_spans(instruction, ws) for key, ws in table.items()}
-    loosely = {
-        key
-        for key, inner in spans.items()
-        for s, e in inner
-        for other, outer in spans.items()
-        if other not in (key, "not") and any(a <= s and e <= b and b - a > e - s for a, b in outer)
-    }
+    # family -> the families whose longer phrases say it ("take" of holding inside "take a look" of safe)
+    inside: dict[str, set[str]] = {}
+    for key, inner in spans.items():
+        for s, e in inner:
+            for other, outer in spans.items():
+                if other not in (key, "not") and any(a <= s and e <= b and b - a > e - s for a, b in outer):
+                    inside.setdefault(key, set()).add(other)
+    loosely = set(inside)
 
     def swap(node: object, negated: bool) -> object:
         if not isinstance(node, list) or not node:
@@ -955,8 +972,11 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
         children = [prune(c) for c in node[1:]]
         if str(node[0]).lower() in ("and", "or") and len(children) > 1:
             asks = [_keys(c, domain) for c in children]
-            asked = said | loosely
             if any(k & said for k in asks):
+                # a family said only inside a longer phrase of another's goes beside a part of that other
+                # family ("take a look at the sign": safe, not safe and holding); else the model's choice stands
+                everything = set().union(*asks)
+                asked = said | {key for key in loosely if not inside[key] & everything}
                 kept = [c for c, k in zip(children, asks, strict=True) if not k or k & asked]
                 held = {t for c in kept for t in _TOKEN.findall(_unparse(c))}
                 for c, k in zip(children, asks, strict=True):
