@@ -877,3 +877,51 @@ def test_a_container_asked_for_on_its_own_stays_beside_what_it_holds(store: Cyph
     agent, _ = scripted_agent(store, ["Goal: (and (visited-room R5) (all (visited-object [sign in R5])))"])
     result = agent.run("Visit the signs in R5.", task="pddl")
     assert result.answer is not None and "R5" not in result.answer  # implied by visiting its signs
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "fixed"),
+    [
+        (
+            "When you're done, wait at the mesh place the bicycle sits on.",
+            "(at-object [bicycle])",
+            "(at-place [mesh place the bicycle sits on])",
+        ),
+        (
+            "Go to the mesh place where the food is, then finish in R1.",
+            "(and (visited-object [food]) (in-room R1))",
+            "(and (visited-place [mesh place where the food is]) (in-room R1))",
+        ),
+        # unchanged: the layer word is the class's own; another argument between; no layer word at all
+        ("Go to the object nearest the bicycle.", "(visited-object [bicycle])", None),
+        ("Wait at the mesh place P1 next to the bicycle.", "(at-place P1)", None),
+        ("Wait next to the bicycle.", "(at-object [bicycle])", None),
+    ],
+)
+def test_a_class_said_as_what_a_node_of_another_layer_holds_is_that_node(
+    instruction: str, sketch: str, fixed: str | None
+) -> None:
+    from scenerag.agents.goal_sketch import widen_to_layer_heads
+
+    labels = {"bicycle": {"Object"}, "food": {"Object"}}
+    out, notes, widened = widen_to_layer_heads(
+        sketch, instruction, D, lambda c: [c], load_words(), lambda c: labels.get(c, set())
+    )
+    assert (out, bool(notes)) == ((fixed, True) if fixed else (sketch, False))
+    if fixed:
+        assert set(widened.values()) <= set(labels)
+
+
+def test_through_the_agent_the_place_a_class_sits_on_is_grounded_through_a_query(store: CypherStore) -> None:
+    agent, _ = scripted_agent(
+        store,
+        [
+            "Goal: (at-object [bicycle])",
+            "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'bicycle'}) RETURN p.nodeSymbol",
+        ],
+    )
+    result = agent.run("When you're done, wait at the mesh place the bicycle sits on.", task="pddl")
+    place = store.query(
+        "MATCH (p:MeshPlace)-[:CONTAINS]->(:Object {class: 'bicycle'}) RETURN p.nodeSymbol AS s"
+    ).rows[0]["s"]
+    assert result.answer == f"(at-place {place})"

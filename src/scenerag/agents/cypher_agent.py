@@ -72,6 +72,7 @@ from scenerag.agents.goal_sketch import (
     sketch_grammar,
     verb_problems,
     widen_to_descriptions,
+    widen_to_layer_heads,
 )
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
@@ -2217,6 +2218,18 @@ class CypherAgent:
         goal, more, widened = widen_to_descriptions(goal, question, mentions, self.words, layers=layers)
         notes += more
         self._widened.update(widened)
+        goal, more, headed = widen_to_layer_heads(
+            goal,
+            question,
+            self.domain,
+            mentions,
+            self.words,
+            lambda inner: {
+                link.label for link in links if link.value.lower() in {inner.lower(), *mentions(inner)}
+            },
+        )
+        notes += more
+        self._widened.update({phrase: widened.get(was, was) for phrase, was in headed.items()})
         goal, more = sequence_as_and(goal, question, self.words)
         notes += more
         goal, more = choice_as_any(goal, question, self.words)

@@ -47,6 +47,7 @@ __all__ = [
     "sketch_grammar",
     "verb_problems",
     "widen_to_descriptions",
+    "widen_to_layer_heads",
 ]
 
 MAX_PARTS = 8
@@ -1230,6 +1231,75 @@ def widen_to_descriptions(
         notes,
         {new[1:-1]: heads[old][1:-1].strip() for old, new in changed.items()},
     )
+
+
+def widen_to_layer_heads(
+    sketch: str,
+    instruction: str,
+    domain: GoalDomain,
+    mentions: Callable[[str], Sequence[str]],
+    words: Words,
+    labels_of: Callable[[str], Collection[str]] = lambda _: (),
+) -> tuple[str, list[str], dict[str, str]]:
+    """``sketch`` with a ``[class]`` that the instruction names as what a node of another layer holds
+    widened to that node ("wait at the mesh place the bicycle sits on": ``[bicycle]`` -> ``[mesh place the
+    bicycle sits on]``, which the QA pipeline then answers): a ``layer_words`` phrase of another layer than
+    the class's (``labels_of``) said before the class's first mention in its part, with at most three
+    stop words or ``description_openers`` between. The phrase runs to punctuation, a ``clause_words`` word
+    or the part's end; a predicate of a family takes the member for that layer's kind (``at-object`` ->
+    ``at-place``). Returns the sketch, a note per change, and each widened phrase -> the class it was."""
+    tree = _parsed(sketch)
+    if tree is None:
+        return sketch, [], {}
+    brackets = list(dict.fromkeys(t for t in _TOKEN.findall(sketch) if t.startswith("[")))
+    layers = sorted(words.layer_words, key=len, reverse=True)
+    gap_words = {*words.stop, *(w for opener in words.description_openers for w in opener.split())}
+    changed: dict[str, str] = {}
+    kinds: dict[str, str | None] = {}  # token -> the domain kind of the layer that holds it
+    notes: list[str] = []
+    for token in brackets:
+        inner = token[1:-1].strip()
+        if not inner or ont.has_symbol_shape(inner) or words.said_spans(inner, layers):
+            continue
+        own = words.said_spans(instruction, _names_of(token, mentions))
+        if not own:
+            continue
+        start, end = own[0]
+        part = next(((a, b) for a, b in instruction_parts(instruction, words) if a <= start < b), None)
+        if part is None:
+            continue
+        heads = words.said_spans(instruction[part[0] : start], layers)
+        if not heads:
+            continue
+        last = max(heads, key=lambda span: (span[1], -span[0]))  # the longest of the last: "mesh place"
+        head_start, head_end = part[0] + last[0], part[0] + last[1]
+        head = instruction[head_start:head_end].lower()
+        labels = set(words.layer_words.get(head) or words.layer_words.get(head.rstrip("s")) or ())
+        gap = re.findall(r"[\w']+", instruction[head_end:start].lower())
+        if not labels or labels & set(labels_of(inner)) or len(gap) > 3 or not set(gap) <= gap_words:
+            continue
+        rest = instruction[end : part[1]]
+        stop = len(rest)
+        if (m := _BREAK.search(rest)) is not None:
+            stop = m.start()
+        stop = min([stop, *(s for s, _ in words.said_spans(rest, words.clause_words))])
+        widened = "[" + " ".join(instruction[head_start : end + stop].split()) + "]"
+        kinds[token] = next((k for k, spec in domain.kinds.items() if set(spec.labels) & labels), None)
+        changed[token] = widened
+        notes.append(f"{token} -> {widened}: the instruction names the {head} that holds it")
+    if not changed:
+        return sketch, [], {}
+
+    def swap(node: object) -> object:
+        if not isinstance(node, list) or not node:
+            return changed.get(str(node), node)
+        head = str(node[0]).lower()
+        if len(node) == 2 and str(node[1]) in changed and (kind := kinds[str(node[1])]) is not None:
+            member = domain.family_member(head, kind) if domain.family_of(head) else None
+            return [member or node[0], changed[str(node[1])]]
+        return [swap(c) for c in node]
+
+    return _unparse(swap(tree)), notes, {w[1:-1]: t[1:-1] for t, w in changed.items()}
 
 
 def _has_positive(node: object) -> bool:
