@@ -95,6 +95,11 @@ def test_what_compares_two_values_is_read_off_the_query() -> None:
     assert not compares_two(
         "MATCH (r:Room)-[:CONTAINS*]->(o) WITH r, count(o) AS n ORDER BY n DESC LIMIT 1 RETURN r"
     )
+    # whether any exists ("is the bed in the lounge?"): a number on one side, no choice between two values
+    assert not compares_two(
+        "MATCH (:Room {class: 'lounge'})-[:CONTAINS*]->(o {class: 'bed'}) RETURN count(o) > 0"
+    )
+    assert not compares_two("MATCH (o:Object) RETURN count(o) >= 1.5")
 
 
 def test_the_grammar_holds_only_the_graphs_classes_and_measures(forms: CompareForms) -> None:

@@ -38,7 +38,10 @@ ANSWERS = ("more?", "fewer?", "larger", "smaller", "difference")
 #: measures of one node (a side that is a class must have exactly one member for these)
 NODE_MEASURES = ("volume", "height", "z", "neighbours")
 _KEYS = ("compare", "with", "measure", "answer")
-_RETURN_COMPARES = re.compile(r"\bRETURN\b(?:(?!\bRETURN\b).)*?[\w\])]\s*(?:>=|<=|>|<)\s*[\w(]", re.I | re.S)
+# a comparison of two values in RETURN; one with a number (``count(o) > 0``: whether any exists) is no choice
+_RETURN_COMPARES = re.compile(
+    r"\bRETURN\b(?:(?!\bRETURN\b).)*?[\w\])]\s*(?:>=|<=|>|<)\s*(?![\d.]+\b)[\w(]", re.I | re.S
+)
 _CASE = re.compile(r"\bCASE\s+WHEN\b", re.I)
 _PAIR = re.compile(r"\bIN\s*\[\s*'[^']*'\s*,\s*'[^']*'\s*\]", re.I)
 _LIMIT_ONE = re.compile(r"\bLIMIT\s+1\b", re.I)
