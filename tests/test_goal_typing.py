@@ -196,6 +196,17 @@ def test_agent_aligns_a_sketch_to_its_verbs_and_samples_past_one_that_only_avoid
         # holding inside "take a look" of safe
         ("Take a look at O36 and make sure it's ok.", "(and (safe O36) (holding O36))", "(safe O36)"),
         ("First check on O8, then park next to O43.", "(and (safe O8) (at-object O43))", None),
+        # an avoidance said alone drops nothing asked for ("set foot" is a visit, "set" alone a placing)
+        (
+            "Get into either R3 or R4 - but never set foot in R2.",
+            "(and (or (visited-room R3) (visited-room R4)) (not (visited-room R2)))",
+            None,
+        ),
+        (
+            "The lounge or the bike's hallway, but never put anything down in R2.",
+            "(and (or (visited-room [lounge]) (visited-room [hallway])) (not (visited-room R2)))",
+            None,
+        ),
         (
             "Visit R5 but stay out of R4.",
             "(and (in-room R5) (not (visited-room R4)))",
@@ -752,6 +763,12 @@ def test_a_phrase_finding_a_node_above_the_kind_takes_what_it_holds() -> None:
     [
         # "parked" describes the bicycle: no word asks to end
         ("Drive through the hallway where the bicycle is parked.", "(visited-room [hallway])", None),
+        # "stay" inside "stay away" avoids: no word asks to end
+        (
+            "Go to the food but stay away from the appliance in R2.",
+            "(and (visited-object [food]) (not (visited-object [appliance in R2])))",
+            None,
+        ),
         # the phrase as said marks where a bracket is named, not another mention of its head
         (
             "Go to the mesh place containing the food first, and finish at the mesh place that contains the bike.",

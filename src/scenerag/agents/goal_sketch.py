@@ -973,7 +973,7 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
         children = [prune(c) for c in node[1:]]
         if str(node[0]).lower() in ("and", "or") and len(children) > 1:
             asks = [_keys(c, domain) for c in children]
-            if any(k & said for k in asks):
+            if any(k & (said - {"not"}) for k in asks):  # an avoidance said alone drops nothing asked for
                 # a family said only inside a longer phrase of another's goes beside a part of that other
                 # family ("take a look at the sign": safe, not safe and holding); else the model's choice stands
                 everything = set().union(*asks)
