@@ -180,6 +180,8 @@ def test_the_language_is_data(tmp_path: Path) -> None:
     assert words.is_yes_no("Are R1 and R5 connected?") and not words.is_yes_no("Is there a bag? Which one?")
     assert words.is_yes_no("Can the robot get from R1 to R4 without R2, yes or no")
     assert not words.is_yes_no("Which rooms have no chairs?")
+    assert words.is_yes_no("Hey, just visiting - is there a bike anywhere?")  # a dash ends a clause too
+    assert not words.is_yes_no("Which room - the one with the bike - is largest?")
     assert words.join(["R2", "R3", "R5"]) == "R2, R3 and R5" and words.yes_no(False) == "no"
     extra = tmp_path / "site.yaml"
     extra.write_text("lexicon:\n  couch: [sofa]\n  pouffe: [seating]\n")
@@ -305,3 +307,27 @@ def test_a_number_asked_of_something_absent_is_zero(store: CypherStore) -> None:
     measure = "MATCH (a:Object {class: 'flora'}), (b:Object {nodeSymbol: 'O43'}) RETURN point.distance(a.center, b.center)"
     agent, _ = scripted_agent(store, [measure])
     assert agent.run("How far is the plant from the bike?", answer_type="number").answer != "0"
+
+
+def test_a_node_answer_is_said_in_the_words_the_question_offers(store: CypherStore) -> None:
+    """ "Just answer bed or bicycle": the one node the query answers with is said as the offered class word;
+    without offered words, or with a node of another class, the symbol stays."""
+    words = load_words()
+    assert words.offered_answers(
+        "Is the bag closer to the bed or to the bicycle? Just answer bed or bicycle."
+    ) == (
+        "bed",
+        "bicycle",
+    )
+    assert words.offered_answers("Which is closer? Answer with the object id.") == ()
+    nearer = (
+        "MATCH (a:Object {class: 'bag'}), (b:Object) WHERE b.class IN ['bed', 'bicycle'] "
+        "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1"
+    )
+    symbol = _one(store, nearer)
+    agent, _ = scripted_agent(store, [nearer])
+    result = agent.run("Is the bag closer to the bed or to the bicycle? Just answer bed or bicycle.")
+    assert result.answer == _one(store, f"MATCH (n {{nodeSymbol: '{symbol}'}}) RETURN n.class")
+    agent, _ = scripted_agent(store, [nearer])
+    result = agent.run("Which is closer to the bag, the bed or the bicycle? Give the object id.")
+    assert result.answer == symbol

@@ -1207,6 +1207,11 @@ class CypherAgent:
             return outcome
         mismatch = shape_mismatch(result, answer_type)
         outcome.answer = self._format(result, ran or query, question, answer_type)
+        if outcome.answer and (said := self._as_offered(outcome.answer, question)) is not None:
+            outcome.notes.append(
+                f"{outcome.answer} is a {said}, and the question asks to answer in those words"
+            )
+            outcome.answer = said
         if outcome.answer and outcome.answer.startswith("["):
             outcome.answer, more = self._route_from_start(outcome.answer, question, links)
             outcome.notes += more
@@ -2176,6 +2181,23 @@ class CypherAgent:
                 state, attempt, f"That goal does not ground: {state.result.error}.", "reply"
             ):
                 return
+
+    def _as_offered(self, answer: str, question: str) -> str | None:
+        """The answer the question offers ("just answer bed or bicycle") that names the class of the one node
+        ``answer`` is, as offered; None when it offers none, or ``answer`` is no one node of those classes."""
+        options = self.words.offered_answers(question)
+        if not options or not is_symbol(answer.strip()):
+            return None
+        rows = self.store.query(
+            f"MATCH (n {{{ont.SYMBOL_KEY}: $s}}) RETURN n.{ont.CLASS_KEY} AS c", {"s": answer.strip()}
+        ).rows
+        cls = str(rows[0].get("c") or "").lower() if rows else ""
+        for option in options:
+            values = {option.lower().replace(" ", "_")}
+            values |= {link.value.lower() for link in self.linker().link(option) if link.key == ont.CLASS_KEY}
+            if cls and cls in values:
+                return option
+        return None
 
     def _said_of_every(self, text: str, mention: str) -> bool:
         """Whether ``mention`` follows one of the language's ``every_words`` ("every hallway", "each of the

@@ -100,6 +100,8 @@ class Words:
     layer_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     floors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     answer_words: tuple[str, ...] = ()
+    #: words that say in which words to answer ("just *answer* bed or bicycle")
+    reply_words: tuple[str, ...] = ()
     mass_nouns: frozenset[str] = frozenset()
     mass_noun_endings: tuple[str, ...] = ()
     #: (plural ending, singular ending) pairs, tried in order: ("ies", "y") for batteries -> battery
@@ -181,13 +183,28 @@ class Words:
     def is_yes_no(self, question: str) -> bool:
         """Whether ``question`` only asks yes or no ("Are R1 and R5 connected?", not "Is there a bag? Which
         one?"), or names the yes/no answers ("..., yes or no"). The asking clause may follow a sentence or a
-        clause before it ("I'm in the lounge. Is there a bin?", "If I stay on the places, can I reach P3?")."""
+        clause before it ("I'm in the lounge. Is there a bin?", "If I stay on the places, can I reach P3?", "Hey,
+        just visiting - is there a bike?")."""
         if all(self.has_any(question, [w]) for w in self.yes_no_answer):
             return True
-        clauses = re.split(r"[.,;:!?]\s+", question)
+        clauses = re.split(r"[.,;:!?]\s+|\s[-\u2013\u2014]+\s", question)  # a dash between words ends one too
         return any(self.starts_with_any(c, self.yes_no_starts) for c in clauses) and not self.has_any(
             question, self.asks_more
         )
+
+    def offered_answers(self, question: str) -> tuple[str, ...]:
+        """The answers ``question`` offers after one of ``reply_words`` ("just answer bed or bicycle": bed,
+        bicycle): two to four words or short phrases joined by "or" / commas up to the clause's end; empty
+        when it offers none."""
+        for _, end in self.said_spans(question, self.reply_words):
+            clause = re.split(r"[.;:!?]", question[end:], maxsplit=1)[0]
+            words = clause.split()
+            if words and words[0].lower() in ("with", "either"):
+                clause = " ".join(words[1:])
+            options = [o.strip(" '\"") for o in re.split(r",\s*|\s+or\s+", clause.strip()) if o.strip()]
+            if 2 <= len(options) <= 4 and all(0 < len(o.split()) <= 2 for o in options) and " or " in clause:
+                return tuple(options)
+        return ()
 
     def vocabulary(self) -> frozenset[str]:
         """Every single word of the language's tables (question words, goal verbs, layer words, lexicon
@@ -314,6 +331,7 @@ _LISTS = (
     "destination_words",
     "part_words",
     "answer_words",
+    "reply_words",
     "mass_nouns",
     "mass_noun_endings",
 )
@@ -390,6 +408,7 @@ def _merge(files: Sequence[Path]) -> Words:
         layer_words=layers,
         floors=floors,
         answer_words=tuple(lists.get("answer_words", ())),
+        reply_words=tuple(lists.get("reply_words", ())),
         mass_nouns=frozenset(lists.get("mass_nouns", ())),
         mass_noun_endings=tuple(lists.get("mass_noun_endings", ())),
         singular_endings=extra.get("singular_endings", ()),
