@@ -2219,10 +2219,7 @@ class CypherAgent:
             return draft
         question = state.result.question
 
-        def mentions(inner: str) -> list[str]:
-            values = {inner.lower(), *(v.lower() for v in self._class_values(inner))}
-            return [m for link in links if link.value.lower() in values for m in link.mentions]
-
+        mentions = self._arg_mentions(links, symbols=False)
         goal, notes = polarity_where_said(
             draft.goal, question, self.domain, self.words, self._arg_mentions(links)
         )
@@ -2296,16 +2293,16 @@ class CypherAgent:
         state.result.context.setdefault("rewrites", []).extend(notes)
         return _Draft(draft.cypher, goal)
 
-    def _arg_mentions(self, links: Sequence[Link]) -> Callable[[str], list[str]]:
-        """How the instruction may say a sketch argument: the mentions of the links of its class, or of the
-        link that names that symbol alone ("the bed": O275)."""
+    def _arg_mentions(self, links: Sequence[Link], symbols: bool = True) -> Callable[[str], list[str]]:
+        """How the instruction may say a sketch argument: the mentions of the links of its class, or (with
+        ``symbols``) of the link that names that symbol alone ("the bed": O275)."""
 
         def mentions(inner: str) -> list[str]:
             values = {inner.lower(), *(v.lower() for v in self._class_values(inner))}
             return [
                 m
                 for link in links
-                if link.value.lower() in values or link.symbols == (inner,)
+                if link.value.lower() in values or (symbols and link.symbols == (inner,))
                 for m in link.mentions
             ]
 
