@@ -227,6 +227,16 @@ def test_agent_aligns_a_sketch_to_its_verbs_and_samples_past_one_that_only_avoid
         ("Get to R5 without passing through R1", "(and (visited-room R5) (not (visited-room R1)))", None),
         ("Fetch O291 and drop it off at P27795.", "(and (holding O291) (at-place P27795))", None),
         ("O43, please.", "(or (holding O43) (visited-object O43))", None),
+        # a light verb before another family's word asks only for that one ("go inspect": safe)
+        ("Can you go inspect O36?", "(visited-object O36)", "(safe O36)"),
+        ("Come and grab O285.", "(visited-object O285)", "(holding O285)"),
+        ("Go check on O36.", "(visited-object O36)", None),
+        # a symbol said inside a kept part's description is held by it: the room visit nobody asked for goes
+        (
+            "Please check every trash can in hallway R2.",
+            "(and (visited-room R2) (all (safe [trash can in hallway R2])))",
+            "(all (safe [trash can in hallway R2]))",
+        ),
     ],
 )
 def test_align_to_verbs(instruction: str, sketch: str, aligned: str | None) -> None:
@@ -273,6 +283,12 @@ def test_said_keys_counts_a_word_once_inside_a_longer_phrase() -> None:
     assert words.said_keys("check on the bins", words.goal_words) == {"visited"}
     assert words.said_keys("check the bins", words.goal_words) == {"safe"}
     assert "ends-at" not in words.said_keys("stay out of R4", words.goal_words)
+    # a light verb right before another family's word: only that family
+    assert words.said_keys("go inspect the sign", words.goal_words) == {"safe"}
+    assert words.said_keys("go and grab the bag", words.goal_words) == {"holding"}
+    assert words.said_keys("go park at O10", words.goal_words) == {"ends-at"}
+    assert words.said_keys("go to the sign and inspect it", words.goal_words) == {"visited", "safe"}
+    assert words.said_keys("go look at the lamp", words.goal_words) == {"visited", "safe"}  # a visit
 
 
 def test_a_room_sketched_for_the_objects_in_it_and_one_of_many(
@@ -942,3 +958,34 @@ def test_through_the_agent_the_place_a_class_sits_on_is_grounded_through_a_query
         "MATCH (p:MeshPlace)-[:CONTAINS]->(:Object {class: 'bicycle'}) RETURN p.nodeSymbol AS s"
     ).rows[0]["s"]
     assert result.answer == f"(at-place {place})"
+
+
+def test_a_scope_the_instruction_never_names_goes_when_it_finds_nothing(store: CypherStore) -> None:
+    # the model scoped "every trash can on this floor" to the lounge R1, which has none and is never named
+    agent, _ = scripted_agent(store, ["Goal: (all (safe [trash in R1]))"] * 2)
+    result = agent.run("Robot, please inspect every single trash can on this floor.", task="pddl")
+    trash = store.query("MATCH (o:Object {class: 'trash'}) RETURN o.nodeSymbol AS s ORDER BY s").rows
+    assert result.answer == "(and " + " ".join(f"(safe {r['s']})" for r in trash) + ")"
+    assert any("never names R1" in note for note in result.context.get("rewrites", []))
+    # a scope the instruction names by its class stays: nothing found is an error, not every trash can
+    agent, _ = scripted_agent(store, ["Goal: (all (safe [trash in R1]))"] * 4)
+    result = agent.run("Inspect every trash can in the lounge.", task="pddl")
+    assert not any("never names" in note for note in result.context.get("rewrites", []))
+
+
+def test_a_class_scoped_in_after_the_layer_heads_still_takes_its_layer_head(store: CypherStore) -> None:
+    # the model wrote the room; scoping to the decor it holds must still read "the place where ... is"
+    agent, _ = scripted_agent(
+        store,
+        [
+            "Goal: (in-room [hallway R5])",
+            "MATCH (:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(p:MeshPlace)-[:CONTAINS]->(:Object {class: 'decor'}) "
+            "RETURN p.nodeSymbol",
+        ],
+    )
+    result = agent.run("wait at the place where the decor item in hallway R5 is sitting", task="pddl")
+    place = store.query(
+        "MATCH (:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(p:MeshPlace)-[:CONTAINS]->(:Object {class: 'decor'}) "
+        "RETURN p.nodeSymbol AS s"
+    ).rows
+    assert result.answer == f"(at-place {place[0]['s']})"

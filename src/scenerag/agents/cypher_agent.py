@@ -1962,6 +1962,40 @@ class CypherAgent:
         again = self.linker().link(left)  # "hallway R5": the class beside its own node is not linked there
         return symbol if again and all(link.value.lower() in own for link in again) else None
 
+    def _classes_said(
+        self, instruction: str, links: Sequence[Link], name: str, kind: str, state: RunState
+    ) -> list[str]:
+        """:meth:`_classes` of ``name``; when that finds nothing and the phrase scopes it to a node the
+        instruction names neither by symbol nor by class ("[trash in R1]" of "every trash can on this
+        floor"), the phrase without that scope (from the description opener before the symbol through the
+        symbol), noted."""
+        found = self._classes(name, kind)
+        if found:
+            return found
+        said = {t.upper() for t in re.findall(r"[\w']+", instruction)}
+        said |= {s.upper() for link in links for s in link.symbols}
+        classes = {link.value.lower() for link in links if link.key == ont.CLASS_KEY}
+        said |= {
+            str(r["s"]).upper()
+            for r in self.store.query(
+                f"MATCH (n) WHERE n.{ont.CLASS_KEY} IN $c RETURN n.{ont.SYMBOL_KEY} AS s", {"c": list(classes)}
+            ).rows
+        }
+        words = name.split()
+        for i, word in enumerate(words):
+            if not ont.has_symbol_shape(word) or word.upper() in said:
+                continue
+            opener = max(
+                (j for j in range(i) if words[j].lower() in self.words.description_openers), default=None
+            )
+            if opener is None or opener == 0:
+                return found
+            rest = " ".join(words[:opener] + words[i + 1 :])
+            note = f"[{name}] -> [{rest}]: the instruction never names {word}"
+            state.result.context.setdefault("rewrites", []).append(note)
+            return self._classes_said(instruction, links, rest, kind, state)
+        return found
+
     def _classes(self, name: str, kind: str) -> list[str]:
         """Symbols of the nodes of ``kind`` that ``name`` describes: a class ("trash", "wastebin") gives its
         members; a longer description ("box closest to the bicycle") is answered by the QA pipeline."""
@@ -2159,7 +2193,7 @@ class CypherAgent:
                 sketch = resolve_sketch(
                     draft.goal,
                     self.domain,
-                    classes=self._classes,
+                    classes=lambda name, kind: self._classes_said(question, links, name, kind, state),
                     bindings=bindings,
                     plural=lambda name, named=frozenset(plural): bool(
                         {name.lower(), *(v.lower() for v in self._class_values(name))} & named
@@ -2237,18 +2271,23 @@ class CypherAgent:
         goal, more, widened = widen_to_descriptions(goal, question, mentions, self.words, layers=layers)
         notes += more
         self._widened.update(widened)
-        goal, more, headed = widen_to_layer_heads(
-            goal,
-            question,
-            self.domain,
-            mentions,
-            self.words,
-            lambda inner: {
-                link.label for link in links if link.value.lower() in {inner.lower(), *mentions(inner)}
-            },
-        )
+
+        def to_layer_heads(goal: str) -> tuple[str, list[str]]:
+            goal, more, headed = widen_to_layer_heads(
+                goal,
+                question,
+                self.domain,
+                mentions,
+                self.words,
+                lambda inner: {
+                    link.label for link in links if link.value.lower() in {inner.lower(), *mentions(inner)}
+                },
+            )
+            self._widened.update({phrase: widened.get(was, was) for phrase, was in headed.items()})
+            return goal, more
+
+        goal, more = to_layer_heads(goal)
         notes += more
-        self._widened.update({phrase: widened.get(was, was) for phrase, was in headed.items()})
         goal, more = sequence_as_and(goal, question, self.words)
         notes += more
         goal, more = choice_as_any(goal, question, self.words)
@@ -2288,6 +2327,9 @@ class CypherAgent:
             said_in=lambda room: self._said_in_one_part(question, unused_said, room, links),
         )
         notes += more
+        if more:  # the class it scoped to may be what a node of another layer holds
+            goal, more = to_layer_heads(goal)
+            notes += more
         if not notes:
             return draft
         state.result.context.setdefault("rewrites", []).extend(notes)

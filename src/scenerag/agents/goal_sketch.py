@@ -53,6 +53,7 @@ __all__ = [
 MAX_PARTS = 8
 """Parts of one (and ...) / (or ...) in a grammar-decoded sketch (a class stays one part: [trash])."""
 _TOKEN = re.compile(r"\(|\)|\[[^\]]*\]|[^\s()\[\]]+")
+_SYMBOL = re.compile(r"\b[A-Za-z]{1,2}\d+\b")
 
 
 class SketchError(ValueError):
@@ -935,7 +936,7 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
         return sketch, []
     notes: list[str] = []
     unused = said - _keys(tree, domain) - {"not"}
-    named = {t for t in re.findall(r"\b[A-Za-z]{1,2}\d+\b", instruction) if ont.has_symbol_shape(t)}
+    named = {t for t in _SYMBOL.findall(instruction) if ont.has_symbol_shape(t)}
     # a family said only inside a longer phrase of another goal's ("check" in "check on") may be what is
     # meant: the model's choice between the two stands (not inside an avoidance: "stay" in "stay out of")
     spans = {key: words.said_spans(instruction, ws) for key, ws in table.items()}
@@ -979,10 +980,11 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
                 everything = set().union(*asks)
                 asked = said | {key for key in loosely if not inside[key] & everything}
                 kept = [c for c, k in zip(children, asks, strict=True) if not k or k & asked]
-                held = {t for c in kept for t in _TOKEN.findall(_unparse(c))}
+                # a symbol said inside a kept part's description is held by it ("check every bin in R2")
+                held = {t for c in kept for t in _SYMBOL.findall(_unparse(c))}
                 for c, k in zip(children, asks, strict=True):
                     if k and not k & asked:
-                        if set(_TOKEN.findall(_unparse(c))) & (named - held):
+                        if set(_SYMBOL.findall(_unparse(c))) & (named - held):
                             kept.append(c)  # the only part with a symbol the instruction names
                         else:
                             notes.append(f"{_unparse(c)} dropped: nothing in the instruction asks for it")

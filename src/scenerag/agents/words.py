@@ -124,6 +124,11 @@ class Words:
     instruction_examples: tuple[Mapping[str, str], ...] = ()
     #: the question that finds the nodes a goal sketch's phrase describes ({phrase}: "box nearest the bag")
     phrase_question: str = "{phrase}?"
+    #: verbs that, right before another goal family's word, ask only for that one ("*go* inspect the sign",
+    #: "*come and* grab the bag": safe, holding; not also visited)
+    light_verbs: tuple[str, ...] = ()
+    #: words after which a light verb still asks for its own family ("go *look* at the lamp": a visit)
+    light_verb_exceptions: tuple[str, ...] = ()
     #: goal predicate family (or predicate, or "not") -> the words that ask for it
     goal_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: endings a word takes in running text ("" first): "pick" is said "picks", "picked", "picking"
@@ -146,7 +151,8 @@ class Words:
 
     def said_keys(self, text: str, table: Mapping[str, Iterable[str]]) -> set[str]:
         """The keys of ``table`` (key -> words) whose words ``text`` says, a word inside a longer said phrase
-        of another key not counting ("check on" says only ``visited``, not also ``safe`` by "check")."""
+        of another key not counting ("check on" says only ``visited``, not also ``safe`` by "check"), nor a
+        light verb right before another key's word ("go inspect" says only ``safe``)."""
         low = text.lower()
         spans = [
             (m.start(), m.end(), key)
@@ -154,10 +160,19 @@ class Words:
             for w in words
             for m in re.finditer(self._said(w), low)
         ]
+        light = [
+            (m.start(), key)
+            for w in self.light_verbs
+            for m in re.finditer(self._said(w) + r"\s+", low)
+            if not any(re.match(self._said(x), low[m.end() :]) for x in self.light_verb_exceptions)
+            for s, _, key in spans
+            if s == m.end()
+        ]
         return {
             key
             for s, e, key in spans
             if not any(k != key and s2 <= s and e <= e2 and e2 - s2 > e - s for s2, e2, k in spans)
+            and not any(at == s and k != key for at, k in light)
         }
 
     def join(self, items: Sequence[str]) -> str:
@@ -313,6 +328,8 @@ _LISTS = (
     "alternative_words",
     "every_words",
     "position_words",
+    "light_verbs",
+    "light_verb_exceptions",
     "count_words",
     "kind_words",
     "distance_superlatives",
@@ -409,6 +426,8 @@ def _merge(files: Sequence[Path]) -> Words:
         floors=floors,
         answer_words=tuple(lists.get("answer_words", ())),
         reply_words=tuple(lists.get("reply_words", ())),
+        light_verbs=tuple(lists.get("light_verbs", ())),
+        light_verb_exceptions=tuple(lists.get("light_verb_exceptions", ())),
         mass_nouns=frozenset(lists.get("mass_nouns", ())),
         mass_noun_endings=tuple(lists.get("mass_noun_endings", ())),
         singular_endings=extra.get("singular_endings", ()),
