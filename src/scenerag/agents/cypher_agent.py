@@ -2193,7 +2193,7 @@ class CypherAgent:
                 sketch = resolve_sketch(
                     draft.goal,
                     self.domain,
-                    classes=lambda name, kind: self._classes_said(question, links, name, kind, state),
+                    classes=lambda name, kind, q=question: self._classes_said(q, links, name, kind, state),
                     bindings=bindings,
                     plural=lambda name, named=frozenset(plural): bool(
                         {name.lower(), *(v.lower() for v in self._class_values(name))} & named
