@@ -1978,7 +1978,8 @@ class CypherAgent:
         said |= {
             str(r["s"]).upper()
             for r in self.store.query(
-                f"MATCH (n) WHERE n.{ont.CLASS_KEY} IN $c RETURN n.{ont.SYMBOL_KEY} AS s", {"c": list(classes)}
+                f"MATCH (n) WHERE n.{ont.CLASS_KEY} IN $c RETURN n.{ont.SYMBOL_KEY} AS s",
+                {"c": list(classes)},
             ).rows
         }
         words = name.split()
