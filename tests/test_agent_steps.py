@@ -17,6 +17,7 @@ from scenerag.agents.linking import EntityLinker, one_slip
 from scenerag.agents.query_repair import (
     alternatives_in_map,
     carry_dropped_nodes,
+    contents_of_the_neighbour,
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
@@ -366,6 +367,30 @@ def test_the_neighbours_of_a_room_named_by_its_class(store: CypherStore) -> None
     assert return_the_neighbour(query) == (query, [])  # a class: which lounge is not known without the graph
     fixed, notes = return_the_neighbour(query, {"lounge": "R1"})
     assert notes and _one(store, fixed) == "R2"
+
+
+def test_the_contents_of_an_idle_neighbour_are_read_off_the_neighbour(store: CypherStore) -> None:
+    query = (
+        "MATCH (r:Room)-[:ROOM_CONNECTED]-(l:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object) "
+        "RETURN count(DISTINCT o)"
+    )
+    truth = _one(
+        store,
+        "MATCH (l:Room {class: 'lounge'})-[:ROOM_CONNECTED]-(r:Room)-[:CONTAINS*]->(o:Object) "
+        "RETURN count(DISTINCT o)",
+    )
+    assert _one(store, query) != truth  # the lounge's own objects
+    fixed, notes = contents_of_the_neighbour(query)
+    assert notes and _one(store, fixed) == truth
+    # a directed link keeps its edge; an anonymous neighbour gets a name
+    directed = query.replace("(r:Room)-[:ROOM_CONNECTED]-", "(:Room)<-[:ROOM_CONNECTED]-")
+    fixed, notes = contents_of_the_neighbour(directed)
+    assert notes and "(l:Room {class: 'lounge'})-[:ROOM_CONNECTED]->(n0:Room)" in fixed
+    # unchanged: the neighbour is used (filtered or returned), or already holds the chain
+    used = query.replace("RETURN", "WHERE r.nodeSymbol <> 'R3' RETURN")
+    assert contents_of_the_neighbour(used) == (used, [])
+    right = "MATCH (l:Room {class: 'lounge'})-[:ROOM_CONNECTED]-(r:Room)-[:CONTAINS*]->(o) RETURN count(o)"
+    assert contents_of_the_neighbour(right) == (right, [])
 
 
 def test_a_node_measured_against_itself_is_the_reference(store: CypherStore) -> None:

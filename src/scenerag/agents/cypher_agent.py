@@ -86,6 +86,7 @@ from scenerag.agents.query_repair import (
     choice_column_only,
     close_open_subqueries,
     comparison_as_choice,
+    contents_of_the_neighbour,
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
@@ -1575,6 +1576,7 @@ class CypherAgent:
                 measure_the_counted_node,
                 others_for_self_distance,
                 exclude_the_reference,
+                contents_of_the_neighbour,
                 choice_column_only,
                 extreme_in_with,
             ):

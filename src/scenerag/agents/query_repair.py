@@ -639,6 +639,39 @@ def return_the_neighbour(query: str, singletons: dict[str, str] | None = None) -
     ]
 
 
+_NEIGHBOUR_CONTENTS = re.compile(
+    r"\(\s*(?P<a>[A-Za-z_]\w*)?\s*(?P<al>:\s*`?\w+`?)?\s*\)"
+    r"(?P<link>\s*<?-\s*\[\s*:\s*`?\w+_CONNECTED`?\s*\]\s*->?\s*)"
+    r"(?P<b>\(\s*[A-Za-z_]\w*\s*(?::\s*`?\w+`?)?\s*\{[^{}]+\}\s*\))"
+    r"(?=\s*-\s*\[\s*:\s*`?CONTAINS`?\s*\*?[\d.]*\s*\]\s*->)"
+)
+
+
+def contents_of_the_neighbour(query: str) -> tuple[str, list[str]]:
+    """``MATCH (r:Room)-[:ROOM_CONNECTED]-(l:Room {class: 'lounge'})-[:CONTAINS*]->(o)`` with ``r`` used
+    nowhere else: the contents are read off the node the question names, and its neighbour only demands
+    that one exists; what is asked for is the contents of the neighbours. The two ends swap places.
+    ``(query, notes)``; unchanged unless such an idle neighbour holds the chain."""
+    m = _NEIGHBOUR_CONTENTS.search(query)
+    if m is None:
+        return query, []
+    a = m.group("a")
+    if a and re.search(rf"\b{a}\b", query[: m.start()] + query[m.end("a") :]):
+        return query, []
+    named = m.group("b")
+    label = m.group("al") or re.search(r":\s*`?\w+`?", named).group(0)  # type: ignore[union-attr]
+    link = re.sub(r"\s+", "", m.group("link"))  # the same edge read from the other end
+    if link.startswith("<-"):
+        link = link[1:-1] + "->"
+    elif link.endswith("->"):
+        link = "<" + link[:-1]
+    var = a or next(f"n{i}" for i in range(100) if not re.search(rf"\bn{i}\b", query))
+    fixed = query[: m.start()] + f"{named}{link}({var}{label})" + query[m.end() :]
+    return fixed, [
+        f"the contents were read off the named node, its neighbour {var} idle: read them off {var}"
+    ]
+
+
 _SIBLING = re.compile(
     r"\(\s*(?P<x>[A-Za-z_]\w*)\s*:\s*`?(?P<l>\w+)`?\s*\{[^{}]*\bnodeSymbol\s*:\s*'(?P<s>[^']+)'[^{}]*\}\s*\)"
     r"\s*<-\s*\[\s*:\s*CONTAINS\s*\]\s*-\s*\(\s*(?P<p>[A-Za-z_]\w*)(?:\s*:\s*`?\w+`?)?\s*\)"
