@@ -244,3 +244,42 @@ def test_a_side_given_as_the_class_said_before_a_symbol_is_that_symbol(store: Cy
     # no symbol after the class, or one of another class: unchanged
     assert agent._apposed_sides(form, "Which has more mesh places, the lounge or the hallways?") == form
     assert agent._apposed_sides(form, "Which has more mesh places, the lounge or hallway R1?") == form
+
+
+def test_two_named_alternatives_ask_for_the_form_when_no_query_holds_up(store: CypherStore) -> None:
+    """ "Does hallway R2 or hallway R5 cover more mesh places?": the model's query fails; the question offers
+    two named nodes as alternatives, so the form is asked."""
+    counts = {
+        r["s"]: r["n"]
+        for r in store.query(
+            "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WHERE r.nodeSymbol IN ['R2', 'R5'] "
+            "RETURN r.nodeSymbol AS s, count(DISTINCT p) AS n"
+        ).rows
+    }
+    broken = "MATCH (r:Room {nodeSymbol: 'R2'}) RETURN count(p) AS n"
+    form = "compare: R2; with: R5; measure: count MeshPlace any; answer: larger"
+    agent, model = scripted_agent(store, [broken, form], compare_form=True)
+    result = agent.run("Does hallway R2 or hallway R5 cover more mesh places?", answer_type="string")
+    assert result.answer == max(counts, key=counts.__getitem__) and len(model.calls) == 2
+    # the same failing query without offered alternatives: no form
+    agent, model = scripted_agent(store, [broken, broken, broken], compare_form=True)
+    agent.run("How many mesh places does hallway R2 cover?")
+    assert all(call.messages[0].content != agent.compare_forms().system for call in model.calls)
+
+
+def test_the_form_compares_the_offered_alternatives_from_the_other_named_node(store: CypherStore) -> None:
+    """ "What's closer to the bag, the bed or the light O237?": a form comparing the bag with the bed from
+    O237 is turned round to compare the bed and O237 from the bag."""
+    dist = {
+        r["s"]: r["d"]
+        for r in store.query(
+            "MATCH (o:Object), (g:Object {class: 'bag'}) WHERE o.class = 'bed' OR o.nodeSymbol = 'O237' "
+            "RETURN o.nodeSymbol AS s, point.distance(o.center, g.center) AS d"
+        ).rows
+    }
+    wrong = "compare: bag; with: bed; measure: distance O237; answer: smaller"
+    ranked = "MATCH (o:Object) RETURN o.nodeSymbol ORDER BY o.center.z LIMIT 1"
+    agent, _ = scripted_agent(store, [ranked, wrong], compare_form=True)
+    result = agent.run("Whats closer to the bag, the bed or the light O237?", answer_type="string")
+    assert result.answer == min(dist, key=dist.__getitem__)
+    assert any("compare: O275; with: O237; measure: distance O285" in n for n in result.context["rewrites"])

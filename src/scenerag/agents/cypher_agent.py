@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -790,7 +791,7 @@ class CypherAgent:
             rounds.append(fresh)
             if (
                 round_ == 0
-                and self._compares(fresh, examples, links)
+                and self._compares(fresh, examples, links, question)
                 and not self._out_of_time(state, grace=_FORM_GRACE)
             ):
                 compared = self._answer_by_compare(state, question, answer_type, links)
@@ -889,11 +890,16 @@ class CypherAgent:
         return self._compare_forms
 
     def _compares(
-        self, outcomes: Sequence[Outcome], examples: Sequence[CypherExample], links: Sequence[Link] = ()
+        self,
+        outcomes: Sequence[Outcome],
+        examples: Sequence[CypherExample],
+        links: Sequence[Link] = (),
+        question: str = "",
     ) -> bool:
         """Whether the compare form may answer: its queries compare two values, or the question names two
         nodes (by symbol, or by a class with one member) and a query ranks down to one without naming them
-        both (it ranked a whole class instead). Never where a query that holds up answers with other nodes
+        both (it ranked a whole class instead), or no query holds up and the question offers two named nodes
+        as alternatives (:meth:`_offered`). Never where a query that holds up answers with other nodes
         than those two: the question asks something else than which of them ("which rooms touch both R3 and
         R4"), and the form can only answer one of the two."""
         literals = _naming_literals(links)
@@ -903,6 +909,13 @@ class CypherAgent:
         ):
             return False
         if self._form_applies(self.config.compare_form, compares_two, outcomes, examples):
+            return True
+        if (
+            question
+            and self._offered(question, links)
+            and not any(o.ok for o in outcomes)
+            and self._form_applies(self.config.compare_form, lambda _: True, outcomes, [])
+        ):
             return True
 
         def names(query: str, symbol: str) -> bool:
@@ -948,6 +961,7 @@ class CypherAgent:
         form = parse_compare(reply)
         if form is not None:
             form = as_asked(form, self._asks_whether(question), answer_type == "number")
+            form = self._offered_sides(form, question, links)
             form = in_direction(form, question, self.words)
             form = self._apposed_sides(form, question)
         cypher = forms.compile(form) if form is not None else None
@@ -956,6 +970,48 @@ class CypherAgent:
         outcome = self._evaluate(state, reply, cypher, question, answer_type, links)
         outcome.notes.append(f"built from the compare form: {form.render()}")
         return outcome
+
+    def _offered(self, question: str, links: Sequence[Link]) -> tuple[str, str] | None:
+        """The two named nodes (a symbol, or a class with one member) the question offers as alternatives,
+        in its order: their mentions at most three words apart with one of the language's
+        ``alternative_words`` between ("hallway R2 *or* hallway R5", "the bed *or* the light O237")."""
+        spans = sorted(
+            (start, end, symbol)
+            for link in links
+            if link.key == ont.SYMBOL_KEY or (link.seen and len(link.symbols) == 1)
+            for symbol in [link.value if link.key == ont.SYMBOL_KEY else link.symbols[0]]
+            for mention in link.mentions
+            for start, end in self.words.said_spans(question, [mention])
+        )
+        for (_, end, a), (start, _, b) in itertools.pairwise(spans):
+            gap = question[end:start]
+            if a != b and len(gap.split()) <= 3 and self.words.says(gap, self.words.alternative_words):
+                return a, b
+        return None
+
+    def _offered_sides(self, form: CompareForm, question: str, links: Sequence[Link]) -> CompareForm:
+        """``form`` comparing the two nodes the question offers as alternatives (:meth:`_offered`) where it
+        compares others: a distance then measured from the one other node the question names ("what's
+        closer to the bag, the bed or O237": the bed and O237, from the bag)."""
+        offered = self._offered(question, links)
+        if offered is None:
+            return form
+        literals = {k.lower(): v for k, v in _naming_literals(links).items()}
+
+        def symbol(side: str) -> str | None:
+            return (
+                side.upper() if ont.has_symbol_shape(side) else literals.get(side.lower().replace("_", " "))
+            )
+
+        if {symbol(form.first), symbol(form.second)} == set(offered):
+            return form
+        measure = form.measure
+        if measure.lower().startswith("distance"):
+            others = set(literals.values()) - set(offered)
+            if len(others) != 1:
+                return form
+            measure = f"distance {others.pop()}"
+        return dataclasses.replace(form, first=offered[0], second=offered[1], measure=measure)
 
     def _apposed_sides(self, form: CompareForm, question: str) -> CompareForm:
         """``form`` with a side given as a class the question says right before one of its symbols ("the
