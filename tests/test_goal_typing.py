@@ -237,6 +237,12 @@ def test_agent_aligns_a_sketch_to_its_verbs_and_samples_past_one_that_only_avoid
             "(and (visited-room R2) (all (safe [trash can in hallway R2])))",
             "(all (safe [trash can in hallway R2]))",
         ),
+        # (all A B) written for (and A B): pruned as a conjunction, its "every" kept
+        (
+            "Please check every trash can in hallway R2.",
+            "(all (visited-room [hallway R2]) (safe [trash in hallway R2]))",
+            "(all (safe [trash in hallway R2]))",
+        ),
     ],
 )
 def test_align_to_verbs(instruction: str, sketch: str, aligned: str | None) -> None:
@@ -988,4 +994,17 @@ def test_a_class_scoped_in_after_the_layer_heads_still_takes_its_layer_head(stor
         "MATCH (:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(p:MeshPlace)-[:CONTAINS]->(:Object {class: 'decor'}) "
         "RETURN p.nodeSymbol AS s"
     ).rows
+    assert result.answer == f"(at-place {place[0]['s']})"
+    # the phrase's query answers the decor itself: the place that holds it is taken
+    agent, _ = scripted_agent(
+        store,
+        [
+            "Goal: (in-room [hallway R5])",
+            *[
+                "MATCH (:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object {class: 'decor'}) RETURN o.nodeSymbol"
+            ]
+            * 4,
+        ],
+    )
+    result = agent.run("wait at the place where the decor item in hallway R5 is sitting", task="pddl")
     assert result.answer == f"(at-place {place[0]['s']})"

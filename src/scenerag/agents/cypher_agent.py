@@ -2108,8 +2108,11 @@ class CypherAgent:
             return of_kind
         # the answer is where the described node is ("the sign in the hallway that has the bike": R3): the
         # members of the phrase's own class that those nodes hold
-        held = self._held_of_head(phrase, [s for s in symbols if s in known], labels)
-        return held or [s for s in symbols if s in known]
+        found = [s for s in symbols if s in known]
+        held = self._held_of_head(phrase, found, labels)
+        # the answer is what the described node holds ("the place where the decor in R5 sits": O70): the
+        # nodes of the phrase's kind that hold it
+        return held or self._holders(found, kind) or found
 
     def _held_of_head(self, phrase: str, holders: list[str], labels: Sequence[str]) -> list[str]:
         """The nodes of the phrase's head class (its first linked class of ``labels``) that ``holders`` hold

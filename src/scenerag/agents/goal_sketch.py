@@ -972,7 +972,7 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
         if not isinstance(node, list) or not node or str(node[0]).lower() not in ("and", "or", "all", "any"):
             return node
         children = [prune(c) for c in node[1:]]
-        if str(node[0]).lower() in ("and", "or") and len(children) > 1:
+        if len(children) > 1:  # (all A B) written for (and A B): a conjunction too
             asks = [_keys(c, domain) for c in children]
             if any(k & (said - {"not"}) for k in asks):  # an avoidance said alone drops nothing asked for
                 # a family said only inside a longer phrase of another's goes beside a part of that other
@@ -989,7 +989,7 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
                         else:
                             notes.append(f"{_unparse(c)} dropped: nothing in the instruction asks for it")
                 children = [c for c in children if any(c is k for k in kept)]
-            if len(children) == 1:
+            if len(children) == 1 and str(node[0]).lower() in ("and", "or"):
                 return children[0]
         return [node[0], *children]
 
