@@ -387,8 +387,12 @@ def test_the_contents_of_an_idle_neighbour_are_read_off_the_neighbour(store: Cyp
     fixed, notes = contents_of_the_neighbour(directed)
     assert notes and "(l:Room {class: 'lounge'})-[:ROOM_CONNECTED]->(n0:Room)" in fixed
     # unchanged: the neighbour is used (filtered or returned), or already holds the chain
-    used = query.replace("RETURN", "WHERE r.nodeSymbol <> 'R3' RETURN")
+    used = query.replace("RETURN", "WHERE r.class = 'hallway' RETURN")
     assert contents_of_the_neighbour(used) == (used, [])
+    # told apart from another node only: still idle ("not counting R1 itself")
+    apart = query.replace("RETURN", "WHERE r.nodeSymbol <> 'R1' AND r <> l RETURN")
+    fixed, notes = contents_of_the_neighbour(apart)
+    assert notes and _one(store, fixed) == truth
     right = "MATCH (l:Room {class: 'lounge'})-[:ROOM_CONNECTED]-(r:Room)-[:CONTAINS*]->(o) RETURN count(o)"
     assert contents_of_the_neighbour(right) == (right, [])
 

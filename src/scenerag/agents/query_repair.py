@@ -649,14 +649,17 @@ _NEIGHBOUR_CONTENTS = re.compile(
 
 def contents_of_the_neighbour(query: str) -> tuple[str, list[str]]:
     """``MATCH (r:Room)-[:ROOM_CONNECTED]-(l:Room {class: 'lounge'})-[:CONTAINS*]->(o)`` with ``r`` used
-    nowhere else: the contents are read off the node the question names, and its neighbour only demands
+    nowhere else (but to tell it from another node): the contents are read off the node the question names, and its neighbour only demands
     that one exists; what is asked for is the contents of the neighbours. The two ends swap places.
     ``(query, notes)``; unchanged unless such an idle neighbour holds the chain."""
     m = _NEIGHBOUR_CONTENTS.search(query)
     if m is None:
         return query, []
     a = m.group("a")
-    if a and re.search(rf"\b{a}\b", query[: m.start()] + query[m.end("a") :]):
+    rest = query[: m.start()] + query[m.end("a") :]
+    if a:  # an exclusion of the named node ("not counting R3 itself") still holds of the neighbour
+        rest = re.sub(rf"\b{a}(?:\.nodeSymbol\s*<>\s*'[^']*'|\s*<>\s*\w+)|\b\w+\s*<>\s*{a}\b", "", rest)
+    if a and re.search(rf"\b{a}\b", rest):
         return query, []
     named = m.group("b")
     label = m.group("al") or re.search(r":\s*`?\w+`?", named).group(0)  # type: ignore[union-attr]
