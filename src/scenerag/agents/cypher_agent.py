@@ -2110,9 +2110,11 @@ class CypherAgent:
         # members of the phrase's own class that those nodes hold
         found = [s for s in symbols if s in known]
         held = self._held_of_head(phrase, found, labels)
-        # the answer is what the described node holds ("the place where the decor in R5 sits": O70): the
-        # nodes of the phrase's kind that hold it
-        return held or self._holders(found, kind) or found
+        if held or not self.words.starts_with_any(phrase, self.words.layer_words):
+            return held or found
+        # a phrase headed by a layer's word answered with what such a node holds ("the place where the decor
+        # in R5 sits": O70): the nodes of that kind that hold it
+        return self._holders(found, kind) or found
 
     def _held_of_head(self, phrase: str, holders: list[str], labels: Sequence[str]) -> list[str]:
         """The nodes of the phrase's head class (its first linked class of ``labels``) that ``holders`` hold
