@@ -225,6 +225,12 @@ def test_format_rows_shapes() -> None:
         ["c", "n"], [{"c": "bag", "n": 1}, {"c": "box", "n": 3}], query="RETURN o.class, count(o)"
     )
     assert sldp_equal(d, "{bag: 1, box: 3}")
+    # the count first: the class is still the key; a key twice is no mapping (and no crash)
+    flipped = [{"n": 2, "c": "seating"}, {"n": 2, "c": "trash"}, {"n": 1, "c": "box"}]
+    d = format_rows(["n", "c"], flipped, query="RETURN count(o), o.class", answer_type="dict")
+    assert sldp_equal(d, "{seating: 2, trash: 2, box: 1}")
+    twice = [{"r": "R2", "n": 1}, {"r": "R2", "n": 3}]
+    assert format_rows(["r", "n"], twice, query="RETURN r.nodeSymbol, count(o)", answer_type="dict") is None
     pts = format_rows(["p"], [{"p": {"x": 1.0, "y": 2.0, "z": 0.5}}], answer_type="set")
     assert sldp_equal(pts, "<POINT(1 2 0.5)>")
     two_cols = format_rows(

@@ -673,6 +673,19 @@ def test_a_part_the_sketch_leaves_out_joins_it_as_that_part_describes_it() -> No
         canonical=lambda text: ["sign"] if "sign" in text else [],
     )
     assert "(in-room [hallway])" in out
+    # a thing a bracket only describes by ("the trash can closest to the bike") is not covered by it: the
+    # part that asks for the thing itself adds it
+    bike = Named(("bike",), "[bicycle]", "object", ("O43",))
+    classes = {"trash": "trash", "bike": "bicycle"}
+    out, notes = complete_parts(
+        "(safe [trash can closest to the bike])",
+        "first check the trash can thats closest to the bike, then park next to the bike",
+        [Named(("trash can",), "[trash]", "object", ("O19", "O30", "O64", "O79")), bike],
+        D,
+        load_words(),
+        canonical=lambda text: [c for w, c in classes.items() if w in text],
+    )
+    assert out == "(and (safe [trash can closest to the bike]) (at-object [bicycle]))" and len(notes) == 1
 
 
 def test_a_choice_of_one_makes_every_any() -> None:

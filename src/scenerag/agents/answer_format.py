@@ -262,11 +262,14 @@ def _as_dict(columns: list[str], rows: list[dict[str, Any]]) -> str | None:
     elif len(columns) == 1 and len(rows) == 1 and _pair_list(rows[0].get(columns[0])):
         items = [(str(k), _value(v)) for k, v in rows[0][columns[0]]]  # collect([key, value])
     elif len(columns) >= 2:
-        items = [(str(r.get(columns[0])), _value(r.get(columns[1]))) for r in rows]
+        key, value = columns[0], columns[1]
+        if all(_is_count(r.get(key)) for r in rows) and not any(_is_count(r.get(value)) for r in rows):
+            key, value = value, key  # RETURN count(o), o.class: the class is the key
+        items = [(str(r.get(key)), _value(r.get(value))) for r in rows]
     else:
         return None
-    if any(v is None for _, v in items):
-        return None
+    if any(v is None for _, v in items) or len({k for k, _ in items}) != len(items):
+        return None  # a key twice: no mapping ("by class" grouped by something else)
     return format_sldp(SldpDict(tuple((SldpString(k), v) for k, v in items)))  # type: ignore[misc]
 
 

@@ -137,6 +137,7 @@ from scenerag.agents.words import Words, load_words
 from scenerag.errors import SceneRagError
 from scenerag.graph import ontology as ont
 from scenerag.lang.pddl_goal import HERACLES_DOMAIN, GoalDomain
+from scenerag.lang.sldp import SldpFormatError
 from scenerag.llm.base import ChatModel, LLMError, Message, sample_replies
 from scenerag.progress import SILENT, StageProgress
 from scenerag.store.base import GraphStore, QueryResult
@@ -1307,15 +1308,19 @@ class CypherAgent:
         return outcome
 
     def _format(self, result: QueryResult, query: str, question: str, answer_type: str | None) -> str | None:
-        """The SLDP answer the rows of ``query`` give (None when their shape says nothing)."""
-        return format_rows(
-            result.columns,
-            result.rows,
-            query=query,
-            question=question,
-            answer_type=answer_type,
-            words=self.words,
-        )
+        """The SLDP answer the rows of ``query`` give (None when their shape says nothing, or its values
+        cannot be written as SLDP)."""
+        try:
+            return format_rows(
+                result.columns,
+                result.rows,
+                query=query,
+                question=question,
+                answer_type=answer_type,
+                words=self.words,
+            )
+        except SldpFormatError:
+            return None
 
     def _doubts(
         self, query: str, question: str, links: Sequence[Link], answer: str | None

@@ -758,9 +758,11 @@ def complete_parts(
             return True
         said = [m.lower() for m in thing.mentions] + [thing.argument.strip("[]").lower()]
         for text in brackets:
-            values = {v.lower() for v in canonical(text)}
+            # what a bracket describes by ("the trash can closest to *the bike*") is not what it names
+            opened = min((a for a, _ in words.said_spans(text, words.description_openers)), default=len(text))
+            values = {v.lower() for v in canonical(text[:opened].strip() or text)}
             if thing.argument.strip("[]").lower() in values or any(
-                words.said_spans(text, [m]) for m in said if m
+                a < opened for m in said if m for a, _ in words.said_spans(text, [m])
             ):
                 return True
         return bool(thing.symbols) and holds(symbols, list(thing.symbols))
