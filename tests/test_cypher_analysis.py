@@ -72,3 +72,13 @@ def test_error_positions() -> None:
     assert error_position("Syntax error at line 1:16 - mismatched input") == (1, 17)
     assert error_position("Invalid input 'RETURN': expected (line 2, column 5 (offset: 30))") == (2, 5)
     assert error_position("no position here") is None
+
+
+def test_a_function_namespace_is_no_unbound_variable() -> None:
+    from scenerag.agents.cypher_check import unbound_variables
+
+    apoc = "MATCH (o:Object) WITH o.class AS c, count(o) AS n RETURN apoc.map.fromPairs(collect([c, n]))"
+    assert unbound_variables(apoc) == []
+    assert unbound_variables("MATCH (o:Object) RETURN r.nodeSymbol") == ["r"]
+    # a name used as a namespace and read as a node once is still unbound
+    assert unbound_variables("MATCH (o:Object) RETURN apoc.x(o), apoc.nodeSymbol") == ["apoc"]

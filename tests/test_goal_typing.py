@@ -686,6 +686,16 @@ def test_a_part_the_sketch_leaves_out_joins_it_as_that_part_describes_it() -> No
         canonical=lambda text: [c for w, c in classes.items() if w in text],
     )
     assert out == "(and (safe [trash can closest to the bike]) (at-object [bicycle]))" and len(notes) == 1
+    # a verb whose argument is a pronoun for a node said before adds nothing for a later word of its part
+    notice = Named(("notice",), "[sign]", "object", ("O3", "O36"))
+    out, notes = complete_parts(
+        "(at-place P22249)",
+        "Robot, drive to mesh place P22249 and park there until further notice.",
+        [notice],
+        D,
+        load_words(),
+    )
+    assert (out, notes) == ("(at-place P22249)", [])
 
 
 def test_a_choice_of_one_makes_every_any() -> None:

@@ -547,7 +547,19 @@ def unbound_variables(query: str) -> list[str]:
     bound |= {m.group(1) for m in _BINDERS.finditer(query)}
     bound |= {m.group(1) for m in _PATH_VAR.finditer(query)}
     bound |= {m.group(1) for m in _LIST_VAR.finditer(query)}
-    return sorted({var for var, _ in a.property_refs if var not in bound and not var.startswith("$")})
+    return sorted(
+        {
+            var
+            for var, _ in a.property_refs
+            if var not in bound and not var.startswith("$") and not _namespace(query, var)
+        }
+    )
+
+
+def _namespace(query: str, name: str) -> bool:
+    """Whether ``name`` is only ever the namespace of a function call (``apoc.map.fromPairs(...)``)."""
+    uses = re.findall(rf"(?<![\w.$]){re.escape(name)}\.[\w.]+(\s*\()?", query)
+    return bool(uses) and all(uses)
 
 
 def _unbound(result: CheckResult) -> None:

@@ -791,6 +791,8 @@ def complete_parts(
         ]
         keys = {key for _, key in said}
         verbs = sorted(said, key=lambda x: x[0])
+        if verbs and words.said_spans(text[verbs[-1][0] : at], words.antecedent_pronouns):
+            continue  # "park *there* until further notice": the verb's argument is a node said before
         positive = [key for _, key in verbs if key != "not"]
         key = positive[-1] if positive else ("visited" if "not" in keys else None)
         if key is None:
