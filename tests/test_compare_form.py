@@ -249,13 +249,7 @@ def test_a_side_given_as_the_class_said_before_a_symbol_is_that_symbol(store: Cy
 def test_two_named_alternatives_ask_for_the_form_when_no_query_holds_up(store: CypherStore) -> None:
     """ "Does hallway R2 or hallway R5 cover more mesh places?": the model's query fails; the question offers
     two named nodes as alternatives, so the form is asked."""
-    counts = {
-        r["s"]: r["n"]
-        for r in store.query(
-            "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WHERE r.nodeSymbol IN ['R2', 'R5'] "
-            "RETURN r.nodeSymbol AS s, count(DISTINCT p) AS n"
-        ).rows
-    }
+    counts = _by_symbol(store, "MATCH (o:Room)-[:CONTAINS*]->(p:MeshPlace)", "count(DISTINCT p)", "R2", "R5")
     broken = "MATCH (r:Room {nodeSymbol: 'R2'}) RETURN count(p) AS n"
     form = "compare: R2; with: R5; measure: count MeshPlace any; answer: larger"
     agent, model = scripted_agent(store, [broken, form], compare_form=True)
@@ -270,13 +264,14 @@ def test_two_named_alternatives_ask_for_the_form_when_no_query_holds_up(store: C
 def test_the_form_compares_the_offered_alternatives_from_the_other_named_node(store: CypherStore) -> None:
     """ "What's closer to the bag, the bed or the light O237?": a form comparing the bag with the bed from
     O237 is turned round to compare the bed and O237 from the bag."""
-    dist = {
-        r["s"]: r["d"]
-        for r in store.query(
-            "MATCH (o:Object), (g:Object {class: 'bag'}) WHERE o.class = 'bed' OR o.nodeSymbol = 'O237' "
-            "RETURN o.nodeSymbol AS s, point.distance(o.center, g.center) AS d"
-        ).rows
-    }
+    (bed,) = (r["s"] for r in store.query("MATCH (o:Object {class: 'bed'}) RETURN o.nodeSymbol AS s").rows)
+    dist = _by_symbol(
+        store,
+        "MATCH (o:Object), (g:Object {class: 'bag'})",
+        "point.distance(o.center, g.center)",
+        bed,
+        "O237",
+    )
     wrong = "compare: bag; with: bed; measure: distance O237; answer: smaller"
     ranked = "MATCH (o:Object) RETURN o.nodeSymbol ORDER BY o.center.z LIMIT 1"
     agent, _ = scripted_agent(store, [ranked, wrong], compare_form=True)

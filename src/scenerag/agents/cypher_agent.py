@@ -2033,7 +2033,8 @@ class CypherAgent:
         floor"), the phrase without that scope (from the description opener before the symbol through the
         symbol), noted."""
         found = self._classes(name, kind)
-        if found:
+        words = name.split()
+        if found or not any(ont.has_symbol_shape(w) for w in words):
             return found
         said = {t.upper() for t in re.findall(r"[\w']+", instruction)}
         said |= {s.upper() for link in links for s in link.symbols}
@@ -2045,7 +2046,6 @@ class CypherAgent:
                 {"c": list(classes)},
             ).rows
         }
-        words = name.split()
         for i, word in enumerate(words):
             if not ont.has_symbol_shape(word) or word.upper() in said:
                 continue

@@ -834,7 +834,7 @@ def _antecedent(before: str, after_opener: str, words: Words) -> str | None:
     said = re.findall(r"[\w']+", after_opener.lower())
     if len(said) != 1 or said[0] not in words.antecedent_pronouns:
         return None
-    symbols = [t for t in re.findall(r"\b[A-Za-z]{1,2}\d+\b", before) if ont.has_symbol_shape(t)]
+    symbols = [t for t in _SYMBOL.findall(before) if ont.has_symbol_shape(t)]
     return symbols[-1] if symbols else None
 
 
@@ -1009,7 +1009,7 @@ def _main_goal(tree: list, named: set[str], unused: set[str], domain: GoalDomain
     when that is clear: the one node symbol the instruction names and the sketch does not use, under the
     one predicate the instruction asks for and the sketch does not use ("go to O79 but stay out of P22249").
     """
-    left = sorted(named - set(re.findall(r"\b[A-Za-z]{1,2}\d+\b", _unparse(tree))))
+    left = sorted(named - set(_SYMBOL.findall(_unparse(tree))))
     kind = domain.kind_of_symbol(left[0]) if len(left) == 1 else None
     if kind is None:
         return tree

@@ -649,9 +649,9 @@ _NEIGHBOUR_CONTENTS = re.compile(
 
 def contents_of_the_neighbour(query: str) -> tuple[str, list[str]]:
     """``MATCH (r:Room)-[:ROOM_CONNECTED]-(l:Room {class: 'lounge'})-[:CONTAINS*]->(o)`` with ``r`` used
-    nowhere else (but to tell it from another node): the contents are read off the node the question names, and its neighbour only demands
-    that one exists; what is asked for is the contents of the neighbours. The two ends swap places.
-    ``(query, notes)``; unchanged unless such an idle neighbour holds the chain."""
+    nowhere else (but to tell it from another node): the contents are read off the node the question names,
+    and its neighbour only demands that one exists; what is asked for is the contents of the neighbours. The
+    two ends swap places. ``(query, notes)``; unchanged unless such an idle neighbour holds the chain."""
     m = _NEIGHBOUR_CONTENTS.search(query)
     if m is None:
         return query, []
