@@ -331,3 +331,68 @@ def test_a_node_answer_is_said_in_the_words_the_question_offers(store: CypherSto
     agent, _ = scripted_agent(store, [nearer])
     result = agent.run("Which is closer to the bag, the bed or the bicycle? Give the object id.")
     assert result.answer == symbol
+
+
+def test_an_aggregate_ranked_over_every_row_is_ranked_per_asked_node(store: CypherStore) -> None:
+    """ "Which hallway is the biggest by number of mesh places?" answered by one count over all hallways:
+    the count is grouped by the hallway the question asks for, and that hallway answers."""
+    from scenerag.agents.query_repair import rank_the_asked_nodes
+
+    ungrouped = (
+        "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(p:MeshPlace) "
+        "RETURN count(DISTINCT p) ORDER BY count(DISTINCT p) DESC LIMIT 1"
+    )
+    fixed, notes = rank_the_asked_nodes(ungrouped, "r")
+    assert notes and fixed.endswith("RETURN r.nodeSymbol")
+    # the ranked node inside the aggregate, a key that is no aggregate, or a WITH before: unchanged
+    assert rank_the_asked_nodes(ungrouped, "p") == (ungrouped, [])
+    grouped = (
+        "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WITH r, count(p) AS n "
+        "RETURN count(r) ORDER BY count(r) DESC LIMIT 1"
+    )
+    assert rank_the_asked_nodes(grouped, "r") == (grouped, [])
+    biggest = _one(
+        store,
+        "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n "
+        "ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol",
+    )
+    agent, _ = scripted_agent(store, [ungrouped])
+    assert agent.run("Which hallway is the biggest in terms of number of mesh places?").answer == biggest
+    # "how many" asks for the number itself
+    agent, _ = scripted_agent(store, [ungrouped])
+    result = agent.run("How many mesh places does the hallway with the most of them have?")
+    assert result.answer == _one(store, ungrouped)
+
+
+def test_the_phrase_a_question_word_opens_says_whether_it_asks_a_kind(store: CypherStore) -> None:
+    words = load_words()
+    assert words.asked_phrase("What's the most common object class in R1?") == [
+        "the",
+        "most",
+        "common",
+        "object",
+        "class",
+    ]
+    assert words.asked_phrase("Which room has the most kinds of objects?") == ["room"]
+    assert words.asked_phrase("Is there a bed?") == []
+    agent, _ = scripted_agent(store, [])
+    assert agent._asks_kind("In whichever room holds the most objects, what's the most common object class?")
+    assert agent._asks_kind("More trash or more boxes? answer with the class name")
+    assert not agent._asks_kind("Which room has the most kinds of objects?")
+    assert agent._asks_ids("Is the bag nearer to O8 or to O275? Answer with the id.")
+    assert not agent._asks_ids("Where is the object with id O12?")  # the id names a node
+    assert not agent._asks_ids("How many ids does R1 hold?")
+
+
+def test_a_figure_for_a_question_asking_for_ids_is_doubted(store: CypherStore) -> None:
+    """A distance where the question asks for the id of the nearer node: no query holds up, so the next
+    one (the node itself) answers."""
+    figure = "MATCH (a:Object {class: 'bag'}), (b:Object {class: 'food'}) RETURN point.distance(a.center, b.center)"
+    node = (
+        "MATCH (a:Object {class: 'bag'}), (b:Object) WHERE b.nodeSymbol IN ['O8', 'O275'] "
+        "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1"
+    )
+    agent, model = scripted_agent(store, [figure, "measure: none", node])  # the distance form declines
+    result = agent.run("Is the bag nearer to O8 or to O275? Answer with the id.")
+    assert result.answer == _one(store, node)
+    assert "asks for node ids" in model.calls[-1].messages[-1].content

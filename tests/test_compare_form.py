@@ -278,3 +278,40 @@ def test_the_form_compares_the_offered_alternatives_from_the_other_named_node(st
     result = agent.run("Whats closer to the bag, the bed or the light O237?", answer_type="string")
     assert result.answer == min(dist, key=dist.__getitem__)
     assert any("compare: O275; with: O237; measure: distance O285" in n for n in result.context["rewrites"])
+
+
+def test_two_classes_offered_as_alternatives_ask_for_the_form(store: CypherStore) -> None:
+    """ "More trash objects or more boxes? answer with the class name": one class counted (the other
+    unused) holds up for neither; the form compares the two classes by their members (a count of the
+    classes' own layer is how many members each has) and answers with the class."""
+    members = {
+        c: int(store.query(f"MATCH (o:Object {{class: '{c}'}}) RETURN count(o) AS n").rows[0]["n"])
+        for c in ("trash", "box")
+    }
+    assert members["trash"] != members["box"]
+    one_side = "MATCH (o:Object {class: 'trash'}) RETURN count(o)"
+    form = "compare: trash; with: box; measure: count Object trash; answer: larger"
+    agent, model = scripted_agent(store, [one_side, form], compare_form=True)
+    result = agent.run(
+        "are there more trash objects or more boxes in the map? answer with the class name", answer_type="string"
+    )
+    assert result.answer == max(members, key=members.__getitem__) and len(model.calls) == 2
+
+
+def test_alternatives_offered_around_a_bracketed_symbol_ask_for_the_form(store: CypherStore) -> None:
+    """ "Is the bag nearer to the food (O8) or to the bed (O275)?": punctuation between the two named
+    nodes is no word, so they are still offered as alternatives, and the form measures both from the bag."""
+    dist = _by_symbol(
+        store,
+        "MATCH (o:Object), (g:Object {class: 'bag'})",
+        "point.distance(o.center, g.center)",
+        "O8",
+        "O275",
+    )
+    figure = "MATCH (a:Object {class: 'bag'}), (b:Object {class: 'food'}) RETURN point.distance(a.center, b.center)"
+    form = "compare: O8; with: O275; measure: distance bag; answer: smaller"
+    agent, _ = scripted_agent(store, [figure, form], compare_form=True)
+    result = agent.run(
+        "Is the bag nearer to the food (O8) or to the bed (O275)? Answer with the id.", answer_type="string"
+    )
+    assert result.answer == min(dist, key=dist.__getitem__)

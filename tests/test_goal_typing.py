@@ -14,6 +14,7 @@ from scenerag.agents.goal_sketch import (
     align_to_verbs,
     end_where_said,
     join_to_relation,
+    offer_alternatives,
     only_negations,
     resolve_sketch,
     scope_to_named_class,
@@ -413,6 +414,12 @@ _MENTIONS = {
             "Visit every hallway except the one with the box, and don't set foot in that one at all.",
             "(and (all (visited-room [hallway])) (not (visited-room [hallway with box])))",
             "(and (all (visited-room [hallway except the one with the box])) (not (visited-room [hallway with box])))",
+        ),
+        # a route phrase says where a node is passed, not which one
+        (
+            "Go to the bicycle, but stay away from the lounge on the way there.",
+            "(and (visited-object [bicycle]) (not (visited-room [lounge])))",
+            None,
         ),
         # a bracket naming its node by symbol: what follows is another part of the route, not a description
         (
@@ -1031,3 +1038,43 @@ def test_a_class_scoped_in_after_the_layer_heads_still_takes_its_layer_head(stor
     )
     result = agent.run("wait at the place where the decor item in hallway R5 is sitting", task="pddl")
     assert result.answer == f"(at-place {place[0]['s']})"
+
+
+@pytest.mark.parametrize(
+    ("goal", "offered", "fixed"),
+    [
+        ("(in-room R1)", ("R1", "R3"), "(or (in-room R1) (in-room R3))"),
+        ("(in-room R3)", ("R1", "R3"), "(or (in-room R3) (in-room R1))"),
+        (  # a negated one avoids both
+            "(and (visited-object O43) (not (visited-room R1)))",
+            ("R1", "R3"),
+            "(and (visited-object O43) (and (not (visited-room R1)) (not (visited-room R3))))",
+        ),
+        # both named, neither named, or two symbols of different layers: unchanged
+        ("(and (in-room R1) (visited-room R3))", ("R1", "R3"), None),
+        ("(visited-object O43)", ("R1", "R3"), None),
+        ("(in-room R1)", ("R1", "O3"), None),
+    ],
+)
+def test_a_goal_naming_one_of_two_offered_nodes_takes_either(
+    goal: str, offered: tuple[str, str], fixed: str | None
+) -> None:
+    out, notes = offer_alternatives(goal, offered)
+    assert (out, bool(notes)) == ((fixed, True) if fixed else (goal, False))
+
+
+def test_through_the_agent_an_offered_alternative_the_sketch_dropped_comes_back(store: CypherStore) -> None:
+    """ "finish up in either the lounge or room R3, your call": the sketch names the lounge only (again when
+    told that the instruction names R3)."""
+    (lounge,) = (
+        r["s"] for r in store.query("MATCH (r:Room {class: 'lounge'}) RETURN r.nodeSymbol AS s").rows
+    )
+    agent, _ = scripted_agent(store, ["Goal: (in-room [lounge])"] * 2)
+    result = agent.run(
+        "When you are done, finish up in either the lounge or room R3, your call.", task="pddl"
+    )
+    assert result.answer == f"(or (in-room {lounge}) (in-room R3))" and result.error is None
+    agent, _ = scripted_agent(store, ["Goal: (in-room [lounge])"] * 2)
+    assert (
+        agent.run("When you are done, finish up in the lounge.", task="pddl").answer == f"(in-room {lounge})"
+    )

@@ -198,6 +198,8 @@ class CompareForms:
         if first is None or second is None or self._nodes(first) & self._nodes(second):
             return None  # a side compared with itself or with a part of itself ("hallway" and R5)
         head, _, rest = form.measure.partition(" ")
+        if head == "count" and first[0] == second[0] == rest.split(" ")[0] and first[0] != "symbol":
+            head, rest = "members", ""  # two classes counted in their own layer: how many each has
         ref: str | None = None
         if head == "distance":
             ref = self._one_node(rest.strip())

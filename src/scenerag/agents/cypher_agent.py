@@ -63,6 +63,7 @@ from scenerag.agents.goal_sketch import (
     end_where_said,
     join_to_relation,
     never_entered,
+    offer_alternatives,
     one_end,
     only_negations,
     polarity_where_said,
@@ -114,6 +115,7 @@ from scenerag.agents.query_repair import (
     one_hop,
     others_for_self_distance,
     pin_named_member,
+    rank_the_asked_nodes,
     repair_mentions,
     repair_node_operators,
     repair_query,
@@ -973,20 +975,27 @@ class CypherAgent:
         return outcome
 
     def _offered(self, question: str, links: Sequence[Link]) -> tuple[str, str] | None:
-        """The two named nodes (a symbol, or a class with one member) the question offers as alternatives,
-        in its order: their mentions at most three words apart with one of the language's
-        ``alternative_words`` between ("hallway R2 *or* hallway R5", "the bed *or* the light O237")."""
+        """The two things the question offers as alternatives, in its order: named nodes (a symbol, or a
+        class with one member; as the symbol) or two classes of one layer (as the classes), their mentions at
+        most three words apart with one of the language's ``alternative_words`` between ("hallway R2 *or*
+        hallway R5", "the food (O8) *or* to the bed (O275)", "more trash *or* more boxes")."""
         spans = sorted(
-            (start, end, symbol)
+            (start, end, value, link.label)
             for link in links
-            if link.key == ont.SYMBOL_KEY or (link.seen and len(link.symbols) == 1)
-            for symbol in [link.value if link.key == ont.SYMBOL_KEY else link.symbols[0]]
+            if link.seen and link.key in (ont.SYMBOL_KEY, ont.CLASS_KEY)
+            for value in [_named_value(link)]
             for mention in link.mentions
             for start, end in self.words.said_spans(question, [mention])
         )
-        for (_, end, a), (start, _, b) in itertools.pairwise(spans):
+        for (_, end, a, la), (start, _, b, lb) in itertools.pairwise(spans):
             gap = question[end:start]
-            if a != b and len(gap.split()) <= 3 and self.words.says(gap, self.words.alternative_words):
+            if (
+                a != b
+                and ont.has_symbol_shape(a) == ont.has_symbol_shape(b)
+                and (ont.has_symbol_shape(a) or la == lb)  # two named nodes, or two classes of one layer
+                and len(re.findall(r"\w+", gap)) <= 3
+                and self.words.says(gap, self.words.alternative_words)
+            ):
                 return a, b
         return None
 
@@ -1000,9 +1009,10 @@ class CypherAgent:
         literals = {k.lower(): v for k, v in _naming_literals(links).items()}
 
         def symbol(side: str) -> str | None:
-            return (
-                side.upper() if ont.has_symbol_shape(side) else literals.get(side.lower().replace("_", " "))
-            )
+            if ont.has_symbol_shape(side):
+                return side.upper()
+            said = side.lower().replace("_", " ")
+            return literals.get(said) or next((o for o in offered if o.lower() == side.lower()), None)
 
         if {symbol(form.first), symbol(form.second)} == set(offered):
             return form
@@ -1237,6 +1247,11 @@ class CypherAgent:
             if self._asks_a_thing(question):
                 query, more = comparison_as_choice(query, _naming_literals(links))
                 notes += more
+            asked = self._asks_which_node(question, links, answer_type)
+            ranked = [v for v, labels in var_labels(query).items() if asked in labels] if asked else []
+            if len(ranked) == 1:
+                query, more = rank_the_asked_nodes(query, ranked[0])
+                notes += more
         outcome.notes = notes
         result, problem, ran = self._execute(state, query, notes)
         outcome.ran = ran
@@ -1411,6 +1426,19 @@ class CypherAgent:
             and self.words.is_yes_no(question)
         ):
             doubts.append(("kind", _YES_NO_KIND))
+        if (
+            answer is not None
+            and not _symbols_of(answer)
+            and not answer.lstrip().startswith(("{", "POINT"))
+            and self._asks_ids(question)
+        ):
+            doubts.append(
+                (
+                    "kind",
+                    f"The question asks for node ids, but the query returned {answer[:40]}: return the "
+                    f"{ont.SYMBOL_KEY} of the node(s) it asks for.",
+                )
+            )
         if answer is not None and _symbols_of(answer) and self._asks_kind(question):
             doubts.append(
                 (
@@ -1513,14 +1541,27 @@ class CypherAgent:
             return None
         return m.group(1), label
 
+    def _asks_ids(self, question: str) -> bool:
+        """Whether ``question`` asks for nodes by their ids: it says one of ``id_words`` not naming a node
+        ("answer with the id", not "the object with id O12"), and it counts nothing and asks no yes/no."""
+        spans = self.words.said_spans(question, self.words.id_words)
+        return (
+            any(not re.match(r"\s*[A-Za-z]{1,2}\d+\b", question[end:]) for _, end in spans)
+            and not self.words.says(question, self.words.count_words)
+            and not self.words.is_yes_no(question)
+        )
+
     def _asks_kind(self, question: str) -> bool:
-        """Whether ``question`` asks for a class: a ``kind_words`` word right after its first question word
-        ("what sort of thing is closest to the bike")."""
-        m = self.words.find_any(question, self.words.which)
-        if m is None:
-            return False
-        after = [w.strip(".,?!:;").lower() for w in question[m.end() :].split()[:1]]
-        return bool(after) and after[0] in self.words.kind_words
+        """Whether ``question`` asks for a class: a ``kind_words`` word in the phrase its first question word
+        opens ("what sort of thing is closest to the bike", "what's the most common object class in R1"), or
+        within three words after one of ``reply_words`` ("answer with the class name")."""
+        if any(w in self.words.kind_words for w in self.words.asked_phrase(question)):
+            return True
+        return any(
+            w.strip(".,?!:;").lower() in self.words.kind_words
+            for _, end in self.words.said_spans(question, self.words.reply_words)
+            for w in question[end:].split()[:3]
+        )
 
     def _idle_ranking(self, query: str) -> str | None:
         """Why an ``ORDER BY ... LIMIT n`` of ``query`` chooses nothing (None when it does, or it cannot be
@@ -1827,6 +1868,19 @@ class CypherAgent:
             ):
                 return link.label
         return None
+
+    def _asks_which_node(self, question: str, links: Sequence[Link], answer_type: str | None) -> str | None:
+        """The layer of the node a "which <noun>" question asks for, where it asks for a node: its question
+        word comes before any of the language's ``count_words`` ("which hallway has the largest number of
+        places", not "how many places are in the room which holds the bed"), and it asks no yes/no or kind;
+        None otherwise."""
+        if answer_type not in (None, "string") or self.words.is_yes_no(question) or self._asks_kind(question):
+            return None
+        opener = self.words.find_any(question, self.words.which)
+        counted = self.words.find_any(question, self.words.count_words)
+        if opener is None or (counted is not None and counted.start() < opener.start()):
+            return None
+        return self._asked_label(question, links)
 
     def _wrong_layer(self, question: str, links: Sequence[Link], answer: str | None) -> str | None:
         """Why ``answer``'s nodes are not of the layer the question asks for (None when they are, or it is
@@ -2279,7 +2333,12 @@ class CypherAgent:
                     continue
                 return
             state.result.context["sketch"] = draft.goal
-            self._accept(state, sketch.goal)
+            goal = sketch.goal
+            offered = self._offered(question, links)
+            if offered is not None and all(ont.has_symbol_shape(o) for o in offered):
+                goal, more = offer_alternatives(goal, offered)
+                state.result.context.setdefault("rewrites", []).extend(more)
+            self._accept(state, goal)
             if state.result.error is None or not self._retry(
                 state, attempt, f"That goal does not ground: {state.result.error}.", "reply"
             ):
@@ -2853,6 +2912,13 @@ def _naming_literals(links: Sequence[Link]) -> dict[str, str]:
         for link in links
         if (link.key == ont.SYMBOL_KEY or (link.seen and len(link.symbols) == 1))
     }
+
+
+def _named_value(link: Link) -> str:
+    """What a link names: its symbol (a symbol, or a class with one member), else its class value."""
+    if link.key == ont.SYMBOL_KEY:
+        return link.value
+    return link.symbols[0] if len(link.symbols) == 1 else link.value
 
 
 def _normalized(query: str) -> str:

@@ -700,6 +700,13 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
                 )
             )
             ex.append(
+                (  # the place of an object, then that place's own links
+                    f"How many {P} nodes are directly connected to the {P} the {cs} is on?",
+                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}]-(q:{P}) WHERE q <> p "
+                    "RETURN count(DISTINCT q)",
+                )
+            )
+            ex.append(
                 (
                     f"Which other {OB.lower()}s share a {P} with the {cs}?",
                     f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:CONTAINS]->(b:{OB}) WHERE b <> a "

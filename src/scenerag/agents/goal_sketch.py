@@ -38,6 +38,7 @@ __all__ = [
     "complete_parts",
     "end_where_said",
     "join_to_relation",
+    "offer_alternatives",
     "only_negations",
     "polarity_where_said",
     "resolve_sketch",
@@ -321,6 +322,42 @@ def verb_problems(sketch: str, instruction: str, domain: GoalDomain, words: Word
         for key in sorted(used - said)
         if key in table and said - {key}
     ]
+
+
+def offer_alternatives(goal: str, offered: tuple[str, str]) -> tuple[str, list[str]]:
+    """``goal`` taking both nodes the instruction offers as alternatives (two symbols of one layer, by their
+    letters) where it names only one: "finish up in either the lounge or R3": ``(in-room R1)`` -> ``(or
+    (in-room R1) (in-room R3))``; a negated one avoids both. Unchanged when it names both or neither, or it
+    does not parse; ``(goal, notes)``."""
+    tree = _parsed(goal)
+    a, b = offered
+    letters = {re.sub(r"\d+$", "", s).upper() for s in offered}
+    if tree is None or len(letters) != 1:
+        return goal, []
+    named = set(_SYMBOL.findall(goal))
+    if (a in named) == (b in named):
+        return goal, []
+    have, other = (a, b) if a in named else (b, a)
+
+    def atom_with(node: object) -> bool:
+        return isinstance(node, list) and bool(node) and not isinstance(node[0], list) and have in node[1:]
+
+    def alt(node: list) -> list:
+        return [other if x == have else x for x in node]
+
+    def swap(node: object) -> object:
+        if not isinstance(node, list) or not node:
+            return node
+        if str(node[0]).lower() == "not" and len(node) == 2 and atom_with(node[1]):
+            return ["and", node, ["not", alt(node[1])]]
+        if atom_with(node) and str(node[0]).lower() not in ("and", "or", "all", "any"):
+            return ["or", node, alt(node)]
+        return [node[0], *(swap(c) for c in node[1:])]
+
+    fixed = _unparse(swap(tree))
+    if fixed == goal.strip():
+        return goal, []
+    return fixed, [f"{have} -> {have} or {other}: the instruction offers both"]
 
 
 def _unparse(node: object) -> str:
@@ -1187,6 +1224,8 @@ def widen_to_descriptions(
         content = [w for w in re.findall(r"[a-z0-9]+", description.lower()) if w not in words.stop]
         if not content or not words.said_spans(description, words.description_openers):
             continue
+        if any(start == 0 for start, _ in words.said_spans(description, words.via_words)):
+            continue  # "the lounge on the way there": where it is passed, not which one
         if all(words.said_spans(w, list(words.layer_words)) for w in content):
             continue  # "every hallway on the floor": a layer's name alone describes no one node
         widened = f"[{instruction[own[0][0] : end]} {description}]"

@@ -779,6 +779,37 @@ def count_grouped_by_itself(query: str) -> tuple[str, list[str]]:
     return fixed, [f"count({m.group('v')}) grouped by {m.group('v')} itself is always 1: counted them all"]
 
 
+_RANKED_AGGREGATE = re.compile(
+    r"\bRETURN\s+(?:DISTINCT\s+)?(?P<agg>(?:count|sum|avg|min|max)\s*\((?:[^()]|\([^()]*\))*\))"
+    r"(?:\s+AS\s+(?P<alias>\w+))?\s+ORDER\s+BY\s+(?P<key>.+?)(?P<dir>\s+(?:ASC|DESC)(?:ENDING)?)?"
+    r"\s+LIMIT\s+(?P<n>\d+)\s*;?\s*$",
+    re.I | re.S,
+)
+
+
+def rank_the_asked_nodes(query: str, var: str) -> tuple[str, list[str]]:
+    """``... RETURN count(p) ORDER BY count(p) DESC LIMIT 1`` where the question asks which ``var`` node (the
+    hallway with the most places): an aggregate over every row ranks one row, so it is grouped by ``var``
+    and ``var``'s symbol returned. Only where the ranking key is that aggregate, ``var`` is not inside it, and
+    no WITH stands between ``var``'s match and the RETURN. ``(query, notes)``."""
+    m = _RANKED_AGGREGATE.search(query)
+    if m is None or re.search(r"\bWITH\b", query[: m.start()], re.I):
+        return query, []
+    agg, alias = m.group("agg"), m.group("alias")
+    key = "".join(m.group("key").split()).lower()
+    if key not in {"".join(agg.split()).lower(), (alias or "").lower()} or re.search(rf"\b{var}\b", agg):
+        return query, []
+    if not re.search(rf"\(\s*{var}\b", query[: m.start()]):
+        return query, []
+    name = alias or ("n" if not re.search(r"\bn\b", query) else "ranked")
+    fixed = (
+        query[: m.start()]
+        + f"WITH {var}, {agg} AS {name} ORDER BY {name}{m.group('dir') or ''} LIMIT {m.group('n')} "
+        + f"RETURN {var}.{ont.SYMBOL_KEY}"
+    )
+    return fixed, [f"{agg} ranked over all rows is one row: ranked each {var} and returned the first"]
+
+
 _COUNTED_NONE = re.compile(
     r"(?<!OPTIONAL\s)\bMATCH\s+\(\s*(?P<v>[A-Za-z_]\w*)(?P<vrest>\s*(?::\s*`?\w+`?)?\s*(?:\{[^{}]*\})?\s*)\)"
     r"(?P<rel>\s*<?-\s*\[[^\]]*\]\s*->?\s*)(?P<other>\(\s*(?P<w>[A-Za-z_]\w*)[^()]*\))"

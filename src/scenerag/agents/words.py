@@ -102,6 +102,8 @@ class Words:
     answer_words: tuple[str, ...] = ()
     #: words that say in which words to answer ("just *answer* bed or bicycle")
     reply_words: tuple[str, ...] = ()
+    #: words asking for nodes by their ids ("answer with the *id*", "*symbols* please")
+    id_words: tuple[str, ...] = ()
     mass_nouns: frozenset[str] = frozenset()
     mass_noun_endings: tuple[str, ...] = ()
     #: (plural ending, singular ending) pairs, tried in order: ("ies", "y") for batteries -> battery
@@ -207,6 +209,28 @@ class Words:
             question, self.asks_more
         )
 
+    def asked_phrase(self, question: str) -> list[str]:
+        """The words of the phrase the first question word opens, lower-cased: after a leading verb of
+        ``yes_no_starts`` ("what *is* the class of"), up to the next such verb, a ``description_openers`` word
+        or punctuation ("what's the most common object class | in R1" -> the most common object class);
+        empty when the question has no question word."""
+        m = self.find_any(question, self.which)
+        if m is None:
+            return []
+        phrase: list[str] = []
+        for raw in re.findall(r"[\w']+|[.,;:!?]", question[m.end() :]):
+            word = raw.lower().removeprefix("'")
+            if word in ("", "s") and not phrase:
+                continue  # "what's"
+            if not word[0].isalnum() or word in self.description_openers:
+                break
+            if word in self.yes_no_starts:
+                if phrase:
+                    break
+                continue
+            phrase.append(word)
+        return phrase
+
     def offered_answers(self, question: str) -> tuple[str, ...]:
         """The answers ``question`` offers after one of ``reply_words`` ("just answer bed or bicycle": bed,
         bicycle): two to four words or short phrases joined by "or" / commas up to the clause's end; empty
@@ -235,6 +259,7 @@ class Words:
             self.position_words,
             self.kind_words,
             self.count_words,
+            self.id_words,
             self.distance_superlatives,
             self.description_openers,
             self.connection_words,
@@ -349,6 +374,7 @@ _LISTS = (
     "part_words",
     "answer_words",
     "reply_words",
+    "id_words",
     "mass_nouns",
     "mass_noun_endings",
 )
@@ -426,6 +452,7 @@ def _merge(files: Sequence[Path]) -> Words:
         floors=floors,
         answer_words=tuple(lists.get("answer_words", ())),
         reply_words=tuple(lists.get("reply_words", ())),
+        id_words=tuple(lists.get("id_words", ())),
         light_verbs=tuple(lists.get("light_verbs", ())),
         light_verb_exceptions=tuple(lists.get("light_verb_exceptions", ())),
         mass_nouns=frozenset(lists.get("mass_nouns", ())),
