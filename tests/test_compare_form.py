@@ -293,7 +293,8 @@ def test_two_classes_offered_as_alternatives_ask_for_the_form(store: CypherStore
     form = "compare: trash; with: box; measure: count Object trash; answer: larger"
     agent, model = scripted_agent(store, [one_side, form], compare_form=True)
     result = agent.run(
-        "are there more trash objects or more boxes in the map? answer with the class name", answer_type="string"
+        "are there more trash objects or more boxes in the map? answer with the class name",
+        answer_type="string",
     )
     assert result.answer == max(members, key=members.__getitem__) and len(model.calls) == 2
 
