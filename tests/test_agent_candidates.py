@@ -396,3 +396,27 @@ def test_a_figure_for_a_question_asking_for_ids_is_doubted(store: CypherStore) -
     result = agent.run("Is the bag nearer to O8 or to O275? Answer with the id.")
     assert result.answer == _one(store, node)
     assert "asks for node ids" in model.calls[-1].messages[-1].content
+
+
+def test_the_class_of_another_layer_for_a_which_layer_question_is_doubted(store: CypherStore) -> None:
+    """ "The sign O95 - what room or rooms is it part of?" answered with O95's own class: doubted, so the
+    rooms that hold it answer."""
+    own_class = "MATCH (o:Object {nodeSymbol: 'O95'})-[:CONTAINS*]-(:Room) RETURN DISTINCT o.class"
+    rooms = "MATCH (r:Room)-[:CONTAINS*]->(o:Object {nodeSymbol: 'O95'}) RETURN DISTINCT r.nodeSymbol"
+    agent, model = scripted_agent(store, [own_class, rooms])
+    result = agent.run("The sign O95 - what room or rooms is it part of?")
+    assert sldp_equal(
+        result.answer, "<" + ", ".join(r["r.nodeSymbol"] for r in store.query(rooms).rows) + ">"
+    )
+    assert "returns the class of Object nodes" in model.calls[-1].messages[-1].content
+    # a kind asked for: the class answers
+    agent, _ = scripted_agent(store, [own_class])
+    assert agent.run("What kind of object is O95?", answer_type="string").answer == _one(store, own_class)
+
+
+def test_rooms_that_connect_to_a_room_are_its_neighbours(store: CypherStore) -> None:
+    """ "connect to" between two rooms means their own edge: a query that never follows it is doubted."""
+    agent, _ = scripted_agent(store, [])
+    links = agent.linker().link("Of the rooms that connect to R3, which one contains more objects?")
+    connection = agent._connection("Of the rooms that connect to R3, which one contains more objects?", links)
+    assert connection is not None and connection[2] == "ROOM_CONNECTED"

@@ -1471,6 +1471,9 @@ class CypherAgent:
                     f"their kinds: return {classes_for[0]}.{ont.SYMBOL_KEY}, not {classes_for[0]}.class.",
                 )
             )
+        other_classes = self._classes_of_other_layer(query, question, links, answer)
+        if other_classes:
+            doubts.append(("layer", other_classes))
         loose = unrelated_nodes(query) if answer is not None else []
         if loose:
             doubts.append(
@@ -1540,6 +1543,25 @@ class CypherAgent:
         if label is None or m is None or label not in var_labels(query).get(m.group(1), set()):
             return None
         return m.group(1), label
+
+    def _classes_of_other_layer(
+        self, query: str, question: str, links: Sequence[Link], answer: str | None
+    ) -> str | None:
+        """Why ``query`` answers a "which <layer>" question with the classes of nodes of another layer ("what
+        room is O95 part of" answered with O95's class); None when it does not, or it is unclear."""
+        if answer is None or _symbols_of(answer):
+            return None
+        asked = self._asks_which_node(question, links, None)
+        returned = re.findall(r"\b([A-Za-z_]\w*)\.class\b", return_clause(query))
+        labels = var_labels(query)
+        given = {lab for var in returned for lab in labels.get(var, set())}
+        if asked is None or not given or asked in given or any(not labels.get(var) for var in returned):
+            return None
+        layer = ont.layer_name(asked).replace("_", " ")
+        return (
+            f"The question asks which {layer} nodes, but the query returns the class of "
+            f"{', '.join(sorted(given))} nodes: return the {asked} nodes' {ont.SYMBOL_KEY}."
+        )
 
     def _asks_ids(self, question: str) -> bool:
         """Whether ``question`` asks for nodes by their ids: it says one of ``id_words`` not naming a node
