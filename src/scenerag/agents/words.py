@@ -219,9 +219,9 @@ class Words:
             return []
         phrase: list[str] = []
         for raw in re.findall(r"[\w']+|[.,;:!?]", question[m.end() :]):
-            word = raw.lower().removeprefix("'")
-            if word in ("", "s") and not phrase:
-                continue  # "what's"
+            word = raw.lower().strip("'")
+            if not word or (word == "s" and not phrase):
+                continue  # a lone quote; "what's"
             if not word[0].isalnum() or word in self.description_openers:
                 break
             if word in self.yes_no_starts:
