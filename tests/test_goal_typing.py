@@ -703,6 +703,54 @@ def test_a_part_the_sketch_leaves_out_joins_it_as_that_part_describes_it() -> No
         load_words(),
     )
     assert (out, notes) == ("(at-place P22249)", [])
+    # what a distance word measures the target from is no part of its own
+    lights = Named(("lights",), "[light]", "object", ("O237", "O300"))
+    out, notes = complete_parts(
+        "(visited-object O300)",
+        "There are two lights on this floor, right? Go to whichever one is closer to the bicycle.",
+        [lights, bike],
+        D,
+        load_words(),
+    )
+    assert (out, notes) == ("(visited-object O300)", [])
+    out, notes = complete_parts(  # the same said of the bicycle itself: it joins
+        "(visited-object O300)",
+        "Go to the light O300, then go to the bike.",
+        [lights, bike],
+        D,
+        load_words(),
+    )
+    assert out == "(and (visited-object O300) (visited-object [bicycle]))"
+    # beside a choice, an avoidance said in a part of its own joins; a positive part does not
+    lounge = Named(("lounge",), "[lounge]", "room", ("R1",))
+    choice = "(or (in-room R3) (in-room R4))"
+    out, notes = complete_parts(
+        choice,
+        "End up in R3 or R4, I don't mind which - just keep out of the lounge.",
+        [Named(("R3",), "R3", "room", ("R3",)), Named(("R4",), "R4", "room", ("R4",)), lounge],
+        D,
+        load_words(),
+    )
+    assert out == f"(and {choice} (not (visited-room [lounge])))" and len(notes) == 1
+    out, notes = complete_parts(
+        choice,
+        "End up in R3 or R4, I don't mind which - and inspect the bike.",
+        [Named(("R3",), "R3", "room", ("R3",)), Named(("R4",), "R4", "room", ("R4",)), bike],
+        D,
+        load_words(),
+    )
+    assert (out, notes) == (choice, [])
+
+
+def test_an_order_phrase_offers_no_choice() -> None:
+    """ "visit R3, R4 and R5, any order": every one, in any order."""
+    from scenerag.agents.goal_sketch import choice_as_any
+
+    words = load_words()
+    assert words.says_choice("Patrol run pls - visit R3, R4 and R5, any order.") == []
+    assert words.says_choice("grab any box, in whatever order") == ["any"]
+    sketch = "(all (visited-room [R3 R4 R5]))"
+    assert choice_as_any(sketch, "Patrol run pls - visit R3, R4 and R5, any order.", words) == (sketch, [])
 
 
 def test_a_choice_of_one_makes_every_any() -> None:

@@ -2323,7 +2323,7 @@ class CypherAgent:
                     ]
                     bindings[col] = bindings[col.split(".")[-1]]
             question = state.result.question
-            choice = self.words.says(question, self.words.choice_words) and not self.words.says(
+            choice = self.words.says_choice(question) and not self.words.says(
                 question, self.words.every_words
             )
             plural = {

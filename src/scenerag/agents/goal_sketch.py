@@ -403,7 +403,7 @@ def sequence_as_and(sketch: str, instruction: str, words: Words) -> tuple[str, l
         return out, [f"{sketch} -> {out}: a choice with an avoidance holds before the robot moves"]
     if not words.says(instruction, words.sequence_words):
         return sketch, []
-    if words.says(instruction, (*words.choice_words, *words.alternative_words)):
+    if words.says_choice(instruction) or words.says(instruction, words.alternative_words):
         return sketch, []
     out = _unparse(["and", *tree[1:]])
     return out, [f"{sketch} -> {out}: the instruction asks for these in turn, not for one of them"]
@@ -433,7 +433,7 @@ def choice_as_any(sketch: str, instruction: str, words: Words) -> tuple[str, lis
         for a, b in instruction_parts(instruction, words)
         if words.says(instruction[a:b], words.every_words) and not words.says(instruction[a:b], avoiding)
     ]
-    if not words.says(instruction, words.choice_words) or every:
+    if not words.says_choice(instruction) or every:
         return sketch, []
     tree = _parsed(sketch)
     if tree is None:
@@ -775,10 +775,10 @@ def complete_parts(
     says ``alternative_words``), binds ``?x`` from a query or names a node that nothing of
     the instruction accounts for (a node the model found: which part it serves is unknown)."""
     tree = _parsed(sketch)
-    if tree is None or "?" in sketch or str(tree[0]).lower() == "or" or not named:
+    if tree is None or "?" in sketch or not named:
         return sketch, []
-    if words.says(instruction, words.alternative_words):
-        return sketch, []
+    # a choice (a top-level or, or alternatives said) takes no positive part: which option it serves is unknown
+    choice = str(tree[0]).lower() == "or" or bool(words.says(instruction, words.alternative_words))
     tokens = [t for t in _TOKEN.findall(sketch) if t not in "()"]
     symbols = [t for t in tokens if ont.has_symbol_shape(t)]
     brackets = [t[1:-1].strip().lower() for t in tokens if t.startswith("[")]
@@ -830,6 +830,16 @@ def complete_parts(
         verbs = sorted(said, key=lambda x: x[0])
         if verbs and words.said_spans(text[verbs[-1][0] : at], words.antecedent_pronouns):
             continue  # "park *there* until further notice": the verb's argument is a node said before
+        between = text[verbs[-1][0] if verbs else 0 : at]
+        if any(
+            between[end:].split()
+            for _, end in words.said_spans(
+                between, (*words.distance_superlatives, *words.distance_comparatives)
+            )
+        ):
+            continue  # "go to whichever one is closer to *the bicycle*": what the target is measured from
+        if choice and ("not" not in keys or words.says(text, words.alternative_words)):
+            continue  # beside a choice only an avoidance said apart joins ("..., just keep out of the lounge")
         positive = [key for _, key in verbs if key != "not"]
         key = positive[-1] if positive else ("visited" if "not" in keys else None)
         if key is None:

@@ -65,6 +65,8 @@ class Words:
     count_words: tuple[str, ...] = ()
     #: words ranking nodes by a distance ("the closest chair"): a query for them measures one
     distance_superlatives: tuple[str, ...] = ()
+    #: comparatives of a distance ("closer to the bike"): what follows one is what another node is measured from
+    distance_comparatives: tuple[str, ...] = ()
     #: comparatives asking for the larger value of a measure ("higher", "farther", "more") or the smaller
     #: ("lower", "closer", "fewer"): a compare form's answer goes the way the question's words go
     larger_words: tuple[str, ...] = ()
@@ -209,6 +211,19 @@ class Words:
             question, self.asks_more
         )
 
+    def says_choice(self, text: str) -> list[str]:
+        """The ``choice_words`` that ``text`` says as a choice: not one right before one of ``order_words``
+        ("visit R3, R4 and R5, *any order*": every one, in any order)."""
+        low = text.lower()
+        order = "|".join(re.escape(w) for w in sorted(self.order_words, key=len, reverse=True))
+        return [
+            w
+            for w in self.choice_words
+            if any(
+                not re.match(rf"\s+(?:{order})\b", low[m.end() :]) for m in re.finditer(self._said(w), low)
+            )
+        ]
+
     def asked_phrase(self, question: str) -> list[str]:
         """The words of the phrase the first question word opens, lower-cased: after a leading verb of
         ``yes_no_starts`` ("what *is* the class of"), up to the next such verb, a ``description_openers`` word
@@ -261,6 +276,7 @@ class Words:
             self.count_words,
             self.id_words,
             self.distance_superlatives,
+            self.distance_comparatives,
             self.description_openers,
             self.connection_words,
             self.via_words,
@@ -358,6 +374,7 @@ _LISTS = (
     "count_words",
     "kind_words",
     "distance_superlatives",
+    "distance_comparatives",
     "larger_words",
     "smaller_words",
     "description_openers",
@@ -434,6 +451,7 @@ def _merge(files: Sequence[Path]) -> Words:
         count_words=tuple(lists.get("count_words", ())),
         kind_words=tuple(lists.get("kind_words", ())),
         distance_superlatives=tuple(lists.get("distance_superlatives", ())),
+        distance_comparatives=tuple(lists.get("distance_comparatives", ())),
         larger_words=tuple(lists.get("larger_words", ())),
         smaller_words=tuple(lists.get("smaller_words", ())),
         description_openers=tuple(lists.get("description_openers", ())),
