@@ -1515,12 +1515,8 @@ class CypherAgent:
         kinds of objects are in the places next to …" answered with the places' class); None when they are
         not, or it is unclear."""
         asked = self._asked_label(question, (), self.words.kind_words)  # a layer word after "kinds (of)"
-        returned = re.findall(r"\b([A-Za-z_]\w*)\.class\b", return_clause(query))
-        if asked is None or not returned:
-            return None
-        labels = var_labels(query)
-        given = {lab for var in returned for lab in labels.get(var, set())}
-        if not given or asked in given or any(not labels.get(var) for var in returned):
+        given = _returned_class_labels(query) if asked is not None else set()
+        if not given or asked in given:
             return None
         return (
             f"The question asks what kinds of {ont.layer_name(asked).replace('_', ' ')} nodes, but the query "
@@ -1552,10 +1548,8 @@ class CypherAgent:
         if answer is None or _symbols_of(answer):
             return None
         asked = self._asks_which_node(question, links, None)
-        returned = re.findall(r"\b([A-Za-z_]\w*)\.class\b", return_clause(query))
-        labels = var_labels(query)
-        given = {lab for var in returned for lab in labels.get(var, set())}
-        if asked is None or not given or asked in given or any(not labels.get(var) for var in returned):
+        given = _returned_class_labels(query) if asked is not None else set()
+        if not given or asked in given:
             return None
         layer = ont.layer_name(asked).replace("_", " ")
         return (
@@ -1568,7 +1562,7 @@ class CypherAgent:
         ("answer with the id", not "the object with id O12"), and it counts nothing and asks no yes/no."""
         spans = self.words.said_spans(question, self.words.id_words)
         return (
-            any(not re.match(r"\s*[A-Za-z]{1,2}\d+\b", question[end:]) for _, end in spans)
+            any(not ont.SYMBOL_IN_TEXT.match(question[end:].lstrip()) for _, end in spans)
             and not self.words.says(question, self.words.count_words)
             and not self.words.is_yes_no(question)
         )
@@ -1910,7 +1904,7 @@ class CypherAgent:
         if answer is None:
             return None
         label = self._asked_label(question, links)
-        symbols = re.findall(r"\b[A-Za-z]{1,2}\d+\b", answer)
+        symbols = ont.SYMBOL_IN_TEXT.findall(answer)
         if label is None or not symbols:
             return None
         named = _named_nodes(links)
@@ -2550,9 +2544,7 @@ class CypherAgent:
     def _holds_any(self, goal: str, members: Sequence[str], said: Collection[str] = ()) -> bool:
         """Whether a symbol of ``goal`` the instruction does not say (``said``) holds one of ``members`` along
         CONTAINS (two hops at most)."""
-        named = [
-            s for s in re.findall(r"\b[A-Za-z]{1,2}\d+\b", goal) if ont.has_symbol_shape(s) and s not in said
-        ]
+        named = [s for s in ont.SYMBOL_IN_TEXT.findall(goal) if ont.has_symbol_shape(s) and s not in said]
         if not named or not members:
             return False
         rows = self.store.query(
@@ -2934,6 +2926,16 @@ def _naming_literals(links: Sequence[Link]) -> dict[str, str]:
         for link in links
         if (link.key == ont.SYMBOL_KEY or (link.seen and len(link.symbols) == 1))
     }
+
+
+def _returned_class_labels(query: str) -> set[str]:
+    """The labels of the nodes whose class ``query`` returns (``RETURN DISTINCT o.class``: ``{'Object'}``);
+    empty when it returns none, or one of them has no label in the query."""
+    returned = re.findall(rf"\b([A-Za-z_]\w*)\.{ont.CLASS_KEY}\b", return_clause(query))
+    labels = var_labels(query) if returned else {}
+    if any(not labels.get(var) for var in returned):
+        return set()
+    return {lab for var in returned for lab in labels[var]}
 
 
 def _named_value(link: Link) -> str:

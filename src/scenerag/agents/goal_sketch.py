@@ -54,7 +54,7 @@ __all__ = [
 MAX_PARTS = 8
 """Parts of one (and ...) / (or ...) in a grammar-decoded sketch (a class stays one part: [trash])."""
 _TOKEN = re.compile(r"\(|\)|\[[^\]]*\]|[^\s()\[\]]+")
-_SYMBOL = re.compile(r"\b[A-Za-z]{1,2}\d+\b")
+_SYMBOL = ont.SYMBOL_IN_TEXT
 
 
 class SketchError(ValueError):

@@ -80,6 +80,9 @@ RESERVED_NODE_KEYS: frozenset[str] = frozenset(
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SYMBOL = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _SYMBOL_SHAPE = re.compile(r"[A-Za-z]\d+")
+#: a word of running text shaped like a node symbol, one or two letters then digits ("O43", "R3", "p4452"):
+#: what agents read symbols out of questions, answers and goals with (check with :func:`has_symbol_shape`)
+SYMBOL_IN_TEXT = re.compile(r"\b[A-Za-z]{1,2}\d+\b")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
