@@ -24,10 +24,10 @@ from scenerag.agents.query_repair import (
     drop_contradicted_leg,
     drop_idle_sibling,
     drop_return_trip,
-    drop_sql_group_by,
     extreme_in_with,
     group_by_the_other_node,
     holder_classes,
+    mend_sql_aggregation,
     others_for_self_distance,
     pin_named_member,
     repair_mentions,
@@ -41,6 +41,7 @@ from scenerag.agents.query_repair import (
     unpin_twice_named,
     widen_shortest_paths,
 )
+from scenerag.eval.pass_through import ReferenceModel
 from scenerag.lang import sldp_equal
 from scenerag.store import CypherStore, open_store
 
@@ -226,6 +227,7 @@ def test_generated_examples_for_intersections_degree_and_borders_run(store: Cyph
         "on more than one",
         "belong to?",
         "Which is closer to R",
+        "connected components",
     )
     for key in wanted:
         found = [q for q in examples if key in q]
@@ -284,6 +286,24 @@ def test_unseen_classes_link_as_absent(store: CypherStore) -> None:
         "MATCH (o:Object {class: 'flora'}) OR (o:Object {class: 'flower'}) RETURN count(DISTINCT o)"
     )
     assert notes and _one(store, fixed) == "0"
+
+
+def test_a_lexicon_word_the_graph_lacks_links_as_absent_on_its_layer(store: CypherStore) -> None:
+    """No class of "kitchen" or "cup" is in the graph or its labelspace: they link as none in this graph, a
+    region word to the Room layer and any other to the Object layer, and the schema grammar admits them."""
+    from scenerag.agents.cypher_grammar import question_strings
+
+    linker = EntityLinker(store)
+    kitchen = linker.link("Is there a kitchen anywhere on this floor?")
+    assert [(link.label, link.value, link.seen) for link in kitchen] == [("Room", "kitchen", False)]
+    assert kitchen[0].describe() == "'kitchen' is Room class 'kitchen' (none in this graph)"
+    cup = linker.link("where can I put my cup")
+    assert [(link.label, link.value, link.seen) for link in cup] == [("Object", "mug", False)]
+    agent = CypherAgent(ReferenceModel(), store, CypherAgentConfig())
+    assert "mug" not in question_strings("where can I put my cup")
+    strings = {link.value for link in agent.linker().link("where can I put my cup") if not link.seen}
+    assert strings == {"mug"}
+    assert _one(store, "MATCH (r:Room {class: 'kitchen'}) RETURN count(r)") == "0"
 
 
 def test_a_misspelt_class_links_by_one_slip(store: CypherStore) -> None:
@@ -586,16 +606,58 @@ def test_a_sql_group_by_goes(store: CypherStore) -> None:
         "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH o.class AS kind, count(*) AS n GROUP BY kind "
         "ORDER BY n DESC LIMIT 1 RETURN kind"
     )
-    fixed, notes = drop_sql_group_by(query)
+    fixed, notes = mend_sql_aggregation(query)
     truth = (
         "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH o.class AS kind, count(*) AS n ORDER BY n DESC LIMIT 1 "
         "RETURN kind"
     )
     assert notes and "GROUP" not in fixed and _symbols(store, fixed) == _symbols(store, truth)
     at_end = "MATCH (o:Object) RETURN o.class, count(*) GROUP BY o.class"
-    assert drop_sql_group_by(at_end)[0] == "MATCH (o:Object) RETURN o.class, count(*)"
+    assert mend_sql_aggregation(at_end)[0] == "MATCH (o:Object) RETURN o.class, count(*)"
     quoted = "MATCH (o:Object) WHERE o.name = 'group by' RETURN o"
-    assert drop_sql_group_by(quoted) == (quoted, [])
+    assert mend_sql_aggregation(quoted) == (quoted, [])
+
+
+def test_sql_aggregation_habits_read_as_cypher(store: CypherStore) -> None:
+    """A GROUP BY before a WITH of the aggregate, a comma left out, an aggregate ordered on but never
+    projected, a RETURN with a WITH after it, a query ending in a WITH: each gives the answer the query
+    means; valid queries are untouched."""
+    in_r5 = "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) "
+    truth = _one(store, in_r5 + "WITH o.class AS c, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN c")
+    habits = (
+        "WITH o.class AS c GROUP BY c WITH count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN c",
+        "WITH o.class AS c count(DISTINCT o) AS n GROUP BY c ORDER BY n DESC LIMIT 1 RETURN c",
+        "WITH o.class AS type GROUP BY type ORDER BY count(DISTINCT o) DESC LIMIT 1",
+        "RETURN o.class ORDER BY count(DISTINCT o) DESC LIMIT 1",
+        "RETURN o.class AS type WITH type, count(DISTINCT o) AS k WITH type, k ORDER BY k DESC LIMIT 1",
+    )
+    for habit in habits:
+        fixed, notes = mend_sql_aggregation(in_r5 + habit)
+        assert notes and _one(store, fixed) == truth == "seating", (habit, fixed)
+    for valid in (
+        in_r5 + "RETURN o.class, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1",
+        in_r5 + "RETURN o.class, count(o) ORDER BY count(o) DESC",
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH r, count(o) AS n WHERE n > 2 RETURN r.nodeSymbol",
+    ):
+        assert mend_sql_aggregation(valid) == (valid, [])
+
+
+def test_a_star_count_over_a_path_carries_its_end_through_a_plain_with(store: CypherStore) -> None:
+    """``WITH o.class AS type WITH type, count(*)`` counts paths per class: the object is carried through
+    the plain WITH and counted DISTINCT; a grouping WITH in between leaves the count alone."""
+    from scenerag.agents.cypher_check import check_cypher
+
+    query = (
+        "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) WITH o.class AS type "
+        "WITH type, count(*) AS n RETURN type, n"
+    )
+    fixed = check_cypher(query, store.schema()).query
+    assert "WITH o, o.class AS type" in fixed and "count(DISTINCT o)" in fixed
+    counts = {r["type"]: r["n"] for r in store.query(fixed).rows}
+    direct = store.query(
+        "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) RETURN o.class AS type, count(DISTINCT o) AS n"
+    ).rows
+    assert counts == {r["type"]: r["n"] for r in direct}
 
 
 def test_rows_of_names_answer_a_yes_no_question_yes(store: CypherStore) -> None:

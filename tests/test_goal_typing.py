@@ -461,6 +461,17 @@ def test_a_class_the_instruction_describes_is_widened_to_its_description(
             "(and (visited-room R5) (not (visited-room R2)))",
             "(and (in-room R5) (not (visited-room R2)))",
         ),
+        # the goal word said right before the thing asks for its own predicate: "then pick up" holds it
+        (
+            "First head to the bed, then pick up the O8.",
+            "(and (visited-object O275) (visited-object O8))",
+            "(and (visited-object O275) (holding O8))",
+        ),
+        (
+            "Drive to R2 and then inspect O8.",
+            "(and (visited-room R2) (visited-object O8))",
+            "(and (visited-room R2) (safe O8))",
+        ),
         # unchanged: it already ends somewhere; no word asks to end; "stay out of" asks for no end
         ("Visit R2, then wait in R3.", "(and (visited-room R2) (in-room R3))", None),
         ("Go to R2 and R3.", "(and (visited-room R2) (visited-room R3))", None),

@@ -389,6 +389,12 @@ def test_a_misspelt_word_is_read_as_the_one_known_word_a_swap_away() -> None:
     # known words, short words and words a swap from no known word stay as written
     for text in ("Where is the bicycle?", "how far is it from R2", "a recieved parcel"):
         assert words.respelled(text, ["bicycle"]) == (text, [])
+    # letters shuffled farther apart, first and last kept: the one known word with those letters
+    assert words.respelled("the bycicle and the bed", ["bicycle"]) == (
+        "the bicycle and the bed",
+        ["read 'bycicle' as 'bicycle'"],
+    )
+    assert words.respelled("the bycicle", ["bicycle", "bciycle"])[1] == []  # two such words: no guess
 
 
 def test_a_class_said_only_of_the_named_node_filters_no_other(store: CypherStore) -> None:

@@ -99,7 +99,6 @@ from scenerag.agents.query_repair import (
     drop_idle_sibling,
     drop_idle_with,
     drop_return_trip,
-    drop_sql_group_by,
     drop_unnamed_container,
     either_symbol,
     exclude_the_reference,
@@ -111,6 +110,7 @@ from scenerag.agents.query_repair import (
     length_of_one_shortest_path,
     measure_the_counted_node,
     memberless_scopes,
+    mend_sql_aggregation,
     merge_union_by_symbol,
     one_hop,
     others_for_self_distance,
@@ -486,8 +486,9 @@ class CypherAgent:
         if not self.config.grammar or not getattr(self.model, "supports_grammar", False):
             return None
         strings, pattern = self._grammar_strings()
+        absent = {link.value for link in self.linker().link(question) if not link.seen}
         return cypher_grammar(
-            self.store.schema(), strings | question_strings(question), symbol_pattern=pattern
+            self.store.schema(), strings | absent | question_strings(question), symbol_pattern=pattern
         ).text
 
     def _grammar_strings(self) -> tuple[frozenset[str], bool]:
@@ -1651,7 +1652,7 @@ class CypherAgent:
         query = cypher
         if self.config.auto_repair:
             for repair in (
-                drop_sql_group_by,
+                mend_sql_aggregation,
                 either_symbol,
                 close_open_subqueries,
                 split_subquery_arithmetic,

@@ -165,10 +165,39 @@ def _distinct_counts(result: CheckResult) -> None:
             rf"\b(?:RETURN|WITH)\s+(?:DISTINCT\s+)?(?:[^;]*?,\s*)?{end}\s*(?:,|AS\b)", fixed, re.I
         )
         if not grouped:
-            fixed = _STAR_COUNT.sub(f"count(DISTINCT {end})", fixed)
+            fixed = _carried_to_star_count(fixed, end)
     if fixed != result.query:
         result.rewrites.append("a variable-length path reaches a node once per path: counted DISTINCT nodes")
         result.query = fixed
+
+
+_NEXT_CLAUSE = r"\b(?:WHERE|ORDER|LIMIT|SKIP|MATCH|OPTIONAL|UNWIND|WITH|RETURN)\b"
+
+
+def _carried_to_star_count(query: str, end: str) -> str:
+    """``count(*)`` as ``count(DISTINCT end)``, with ``end`` carried through each plain ``WITH`` between its
+    path and the count that drops it (``WITH o.class AS type WITH type, count(*)``); unchanged where a
+    grouping ``WITH`` drops it (its rows are groups then, no longer paths)."""
+    star = _STAR_COUNT.search(query)
+    path = _VAR_LENGTH.search(query)
+    if star is None or path is None:
+        return query
+    edits: list[tuple[int, int, str]] = []
+    for w in re.finditer(r"\bWITH\s+(?:DISTINCT\s+)?", query[: star.start()], re.I):
+        if w.start() < path.end():
+            continue
+        clause = re.split(_NEXT_CLAUSE, query[w.end() : star.start()], flags=re.I)
+        if len(clause) == 1:
+            continue  # the count's own clause
+        items = clause[0]
+        if re.search(rf"(?:^|,)\s*{end}\s*(?:,|$)", items.strip()):
+            continue
+        if _AGG.search(items) or re.search(r"\bDISTINCT\b", query[w.start() : w.end()], re.I):
+            return query
+        edits.append((w.end(), w.end(), f"{end}, "))
+    for a, b, text in reversed([*edits, (star.start(), star.end(), f"count(DISTINCT {end})")]):
+        query = query[:a] + text + query[b:]
+    return query
 
 
 def _node_var(node: str) -> str | None:

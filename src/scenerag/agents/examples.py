@@ -673,6 +673,13 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
             )
         )
         ex.append(
+            (  # components: each node's smallest reachable symbol stands for its piece of the graph
+                f"Into how many connected components do the {P} nodes and their links split?",
+                f"MATCH (a:{P}), (b:{P}) WHERE a = b OR shortestPath((a)-[:{pl}*..200]-(b)) IS NOT NULL "
+                "WITH a, min(b.nodeSymbol) AS root RETURN count(DISTINCT root)",
+            )
+        )
+        ex.append(
             (
                 f"Which {P} has the most neighbouring {P} nodes?",
                 f"MATCH (a:{P})-[:{pl}]-(b:{P}) WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 "

@@ -508,11 +508,43 @@ def end_where_said(
     atom = chosen[1]
     kind = domain.predicates[str(atom[0]).lower()][0]
     member = domain.families[ends].get(kind)
+    if best is not None:  # "then pick up the food": the verb said right before the thing asks for its own
+        member = _own_verb(instruction, after, best[0], kind, domain, words) or member
     if member is None:
         return sketch, []
     before = _unparse(atom)
     atom[0] = member
-    return _unparse(tree), [f"{before} -> {_unparse(atom)}: the instruction says to end there"]
+    why = (
+        "the instruction says to end there"
+        if member == domain.families[ends].get(kind)
+        else "the goal word said right before it asks for that"
+    )
+    return _unparse(tree), [f"{before} -> {_unparse(atom)}: {why}"]
+
+
+def _own_verb(instruction: str, lo: int, at: int, kind: str, domain: GoalDomain, words: Words) -> str | None:
+    """The one unary predicate over ``kind`` that the goal word said last between ``lo`` and ``at`` asks
+    for, other than a visit or an end ("then *pick up* the food": holding); None when that word asks for a
+    visit, an end, a negation or more than one such predicate, or no goal word is said there."""
+    said = [
+        (a, key)
+        for key, ws in words.goal_words.items()
+        for a, _ in words.said_spans(instruction, ws)
+        if lo <= a < at
+    ]
+    if not said:
+        return None
+    last = max(a for a, _ in said)
+    keys = {key for a, key in said if a == last}
+    if keys & {"visited", "ends-at", "not"}:
+        return None
+    asked = {
+        p
+        for key in keys
+        for p in ([domain.families[key].get(kind)] if key in domain.families else [key])
+        if p is not None and domain.predicates.get(p) == (kind,)
+    }
+    return asked.pop() if len(asked) == 1 else None
 
 
 def _end_spans(instruction: str, words: Words) -> list[tuple[int, int]]:

@@ -263,7 +263,19 @@ class EntityLinker:
             }
             if len(near) == 1:  # a misspelt value ("bicyle"); two candidates: no guess
                 return self._value_links(near.pop(), word, "spelling")
-        return []
+        return self._absent_links(word)
+
+    def _absent_links(self, word: str) -> list[Link]:
+        """A lexicon word none of whose classes the graph holds ("kitchen" in a graph without one): linked to
+        its first class, as none in this graph, on the region layer for a region class and else on the
+        object layer (nothing where the graph has no such layer with classes)."""
+        classes = next((self.lexicon[f] for f in self.words.word_forms(word) if f in self.lexicon), ())
+        if not classes:
+            return []
+        label = ont.ROOM if classes[0] in self.words.region_classes else ont.OBJECT
+        if ont.CLASS_KEY not in self.store.schema().node_properties.get(label, {}):
+            return []
+        return [Link(word, label, ont.CLASS_KEY, classes[0], "lexicon", (), seen=False)]
 
     def _embedding_links(self, words: list[str]) -> list[Link]:
         import numpy as np

@@ -1726,15 +1726,193 @@ _SQL_GROUP_BY = re.compile(
 )
 
 
-def drop_sql_group_by(query: str) -> tuple[str, list[str]]:
-    """SQL's ``GROUP BY kind`` is no Cypher: a ``WITH``/``RETURN`` groups by its plain (non-aggregated) items
-    already, so the clause goes. ``(query, notes)``; unchanged when there is none."""
+def mend_sql_aggregation(query: str) -> tuple[str, list[str]]:
+    """SQL's aggregation habits, which are no Cypher, read as the Cypher they mean (``(query, notes)``;
+    unchanged when there are none, so a valid query is never touched):
+
+    - ``GROUP BY kind`` goes: a ``WITH``/``RETURN`` groups by its plain (non-aggregated) items already;
+    - a comma left out before an aggregate (``WITH o.class AS c count(o) AS n``) is put in;
+    - a ``RETURN`` right before a ``WITH`` is a ``WITH``;
+    - a ``WITH`` of aggregates over variables the ``WITH`` before it dropped (``WITH o.class AS c [GROUP BY
+      c] WITH count(o) AS n``) joins that one;
+    - an aggregate ordered on but not projected (``WITH o.class AS c ORDER BY count(*) DESC``) is projected;
+    - a query ending in a ``WITH`` returns that clause's grouping items."""
+    notes: list[str] = []
     masked = _blank_strings(query)
     spans = [(m.start(), m.end()) for m in _SQL_GROUP_BY.finditer(masked)]
-    if not spans:
-        return query, []
-    fixed = apply_edits(query, [(a, b, "") for a, b in spans])
-    return fixed, ["GROUP BY is SQL: Cypher groups by the items beside the aggregate, so it was dropped"]
+    if spans:
+        query = apply_edits(query, [(a, b, "") for a, b in spans])
+        notes.append("GROUP BY is SQL: Cypher groups by the items beside the aggregate, so it was dropped")
+    commas = [
+        (m.end("prev"), m.end("prev"), ",")
+        for m in _AGG_AFTER_ITEM.finditer(_blank_strings(query))
+        if m.group("word").upper() not in _NOT_AN_ITEM and _in_projection(query, m.start())
+    ]
+    if commas:
+        query = apply_edits(query, commas)
+        notes.append("a comma was missing before an aggregate in a WITH/RETURN: put in")
+    fixed = _restructured_projections(query)
+    if fixed != query:
+        query = re.sub(r"\s+", " ", fixed).strip()
+        notes.append(
+            "the aggregation was written as in SQL: regrouped as Cypher projections (WITH ... RETURN)"
+        )
+    return query, notes
+
+
+_AGG_NAMES = r"(?:count|sum|avg|min|max|collect)"
+_AGG_AFTER_ITEM = re.compile(rf"(?P<prev>(?P<word>\w+)|\))\s+(?={_AGG_NAMES}\s*\()", re.I)
+_NOT_AN_ITEM = frozenset(
+    [
+        "WITH",
+        "RETURN",
+        "DISTINCT",
+        "AS",
+        "BY",
+        "AND",
+        "OR",
+        "NOT",
+        "XOR",
+        "WHERE",
+        "IN",
+        "IS",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "ELSE",
+        "ORDER",
+        "DESC",
+        "ASC",
+    ]
+)
+_AGG_CALL_RE = re.compile(rf"\b{_AGG_NAMES}\s*\(", re.I)
+
+
+def _in_projection(query: str, at: int) -> bool:
+    """Whether ``at`` lies in the item list of a top-level ``WITH``/``RETURN``."""
+    clause = None
+    for m in _CLAUSE_START.finditer(_blank_strings(query)[:at]):
+        clause = m.group(1).upper()
+    return clause in ("WITH", "RETURN")
+
+
+def _top_clauses(query: str) -> list[tuple[str, int, int]]:
+    """``(keyword, start, end)`` of each top-level clause of ``query`` (none inside braces)."""
+    masked = _blank_strings(query)
+    depth, starts = 0, []
+    marks = {m.start(): m for m in _CLAUSE_START.finditer(masked)}
+    for i, ch in enumerate(masked):
+        depth += {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}.get(ch, 0)
+        if depth == 0 and i in marks:
+            starts.append(marks[i])
+    return [
+        (
+            re.sub(r"\s+", " ", m.group(1).upper()),
+            m.start(),
+            starts[k + 1].start() if k + 1 < len(starts) else len(query),
+        )
+        for k, m in enumerate(starts)
+    ]
+
+
+def _item_names(items: str) -> list[tuple[str, str, bool]]:
+    """``(expression, name, aggregated)`` per item of a projection's item list."""
+    out = []
+    for item in _top_level_split(re.sub(r"^\s*DISTINCT\b", "", items, flags=re.I), ","):
+        m = re.fullmatch(r"\s*(.+?)\s+AS\s+`?(\w+)`?\s*", item, re.I | re.S)
+        expr, name = (m.group(1), m.group(2)) if m else (item.strip(), item.strip().split(".")[-1])
+        name = re.sub(r"\W+", "_", name).strip("_") or "value"
+        out.append((expr, name, bool(re.search(rf"\b{_AGG_NAMES}\s*\(", expr, re.I))))
+    return out
+
+
+def _restructured_projections(query: str) -> str:
+    """:func:`mend_sql_aggregation`'s clause-level mends; ``query`` itself when none applies."""
+    if re.search(r"\bUNION\b", query, re.I):
+        return query
+    clauses = _top_clauses(query)
+    kinds = [k for k, _, _ in clauses]
+    # a RETURN right before a WITH is a WITH (a RETURN after RETURN is no habit but a muddle: left to fail)
+    for k, (kind, a, _) in enumerate(clauses):
+        if kind == "RETURN" and kinds[k + 1 : k + 2] == ["WITH"] and "RETURN" not in kinds[k + 1 :]:
+            items = _aliased(query[a + len("RETURN") : clauses[k][2]])
+            return _restructured_projections(query[:a] + "WITH " + items + " " + query[clauses[k][2] :])
+    # a WITH of aggregates right after a WITH that dropped what they aggregate joins it
+    for k in range(len(clauses) - 1):
+        (kind, a, b), (nxt, c, d) = clauses[k], clauses[k + 1]
+        if kind != "WITH" or nxt not in ("WITH", "RETURN"):
+            continue
+        items, later = query[a + 4 : b], _item_names(query[c + len(nxt) : d])
+        visible = {name for _, name, _ in _item_names(items)}
+        used = {
+            v
+            for expr, _, agg in later
+            if agg
+            for v in re.findall(r"(?<![.\w])([A-Za-z_]\w*)\s*(?:\.|\))", expr)
+        }
+        before = set(re.findall(r"\(\s*([A-Za-z_]\w*)\s*[:){]", query[:a]))
+        dropped = sorted((used & before) - visible)
+        if not later or not dropped or _AGG_CALL_RE.search(items) or re.match(r"\s*DISTINCT\b", items, re.I):
+            continue
+        if all(agg for *_, agg in later):  # the aggregate meant for the WITH before: one WITH
+            joined = (
+                query[:a] + "WITH " + items.strip() + ", " + query[c + len(nxt) : d].strip() + " " + query[d:]
+            )
+        else:  # grouped by what the WITH before kept: it carries what is aggregated too
+            joined = query[:a] + "WITH " + ", ".join(dropped) + ", " + items.strip() + " " + query[b:]
+        return _restructured_projections(joined)
+    # an aggregate ordered on is projected first
+    for k, (kind, a, b) in enumerate(clauses):
+        if kind not in ("WITH", "RETURN") or k + 1 >= len(clauses) or clauses[k + 1][0] != "ORDER BY":
+            continue
+        _, oa, ob = clauses[k + 1]
+        agg = re.search(rf"\b{_AGG_NAMES}\s*\((?:[^()]|\([^()]*\))*\)", query[oa:ob], re.I)
+        if agg is None:
+            continue
+        call = agg.group(0)
+        names = _item_names(query[a + len(kind) : b])
+        if any(re.sub(r"\s", "", expr).lower() == re.sub(r"\s", "", call).lower() for expr, _, _ in names):
+            continue  # ordered on a projected aggregate: valid
+        items = _aliased(query[a + len(kind) : b])
+        head = query[:a] + "WITH " + items + f", {call} AS n_ordered "
+        order = query[oa:ob].replace(call, "n_ordered")
+        tail_end = (
+            clauses[k + 2][2] if k + 2 < len(clauses) and clauses[k + 2][0] in ("LIMIT", "SKIP") else ob
+        )
+        tail = order + " " + query[ob:tail_end]
+        rest = query[tail_end:]
+        if kind == "RETURN":
+            rest = " RETURN " + ", ".join(name for _, name, _ in names) + " " + rest
+        return _restructured_projections(head + tail + rest)
+    # a query ending in a WITH returns its grouping items
+    last = max((k for k, c in enumerate(clauses) if c[0] in ("WITH", "RETURN")), default=None)
+    if (
+        last is not None
+        and kinds[last] == "WITH"
+        and all(x in ("WHERE", "ORDER BY", "SKIP", "LIMIT") for x in kinds[last + 1 :])
+    ):
+        _, a, b = clauses[last]
+        names = _item_names(query[a + 4 : b])
+        counted = set(re.findall(rf"\b{_AGG_NAMES}\s*\((?:[^()]|\([^()]*\))*\)\s+AS\s+`?(\w+)", query, re.I))
+        keys = [name for _, name, agg in names if not agg and name not in counted]
+        keys = keys or [name for _, name, _ in names]
+        query = query[:a] + "WITH " + _aliased(query[a + 4 : b]) + " " + query[b:]
+        return query.rstrip().rstrip(";") + " RETURN " + ", ".join(keys)
+    return query
+
+
+def _aliased(items: str) -> str:
+    """A projection's item list with each expression that is no bare variable named (``o.class`` ->
+    ``o.class AS class``), as a ``WITH`` requires."""
+    distinct = re.match(r"\s*DISTINCT\s+", items, re.I)
+    body = items[distinct.end() :] if distinct else items
+    parts = []
+    for item in _top_level_split(body, ","):
+        expr = item.strip()
+        if not re.search(r"\sAS\s+`?\w+`?$", expr, re.I) and not re.fullmatch(r"[A-Za-z_]\w*", expr):
+            expr = f"{expr} AS {_item_names(expr)[0][1]}"
+        parts.append(expr)
+    return ("DISTINCT " if distinct else "") + ", ".join(parts)
 
 
 _RETURNED_CENTER = re.compile(

@@ -44,6 +44,9 @@ class Words:
     """One language's words (lower-case)."""
 
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: lexicon classes that name a region (a room's kind), so a class the graph lacks is still linked to the
+    #: right layer ("kitchen": no Room is one)
+    region_classes: tuple[str, ...] = ()
     stop: frozenset[str] = frozenset()
     not_entities: frozenset[str] = frozenset()
     which: tuple[str, ...] = ()
@@ -295,8 +298,9 @@ class Words:
     def respelled(self, text: str, extra: Iterable[str] = ()) -> tuple[str, list[str]]:
         """``text`` with each word of five or more letters that is no known word but one swap of two
         neighbouring letters away from exactly one word of :meth:`vocabulary` and ``extra`` (a graph's
-        class names) written as that word ("inspcet" -> "inspect", "categroy" -> "category"), and a note per
-        change. A swap of neighbours rarely turns one word into another, so known words are never touched."""
+        class names) written as that word ("inspcet" -> "inspect", "categroy" -> "category"), or else the same
+        letters shuffled between the same first and last ones ("bycicle" -> "bicycle"), and a note per change.
+        Such slips rarely turn one word into another, so known words are never touched."""
         known = self.vocabulary() | {w for e in extra for w in re.findall(r"[a-z]+", e.lower())}
         notes: list[str] = []
 
@@ -311,6 +315,12 @@ class Words:
                 return word
             swaps = {low[:i] + low[i + 1] + low[i] + low[i + 2 :] for i in range(len(low) - 1)}
             hits = sorted(swaps & known)
+            if not hits:  # letters shuffled farther apart ("bycicle"): the same letters, first and last kept
+                hits = sorted(
+                    k
+                    for k in known
+                    if len(k) == len(low) and k[0] == low[0] and k[-1] == low[-1] and sorted(k) == sorted(low)
+                )
             if len(hits) != 1:
                 return word
             notes.append(f"read {word!r} as {hits[0]!r}")
@@ -394,6 +404,7 @@ _LISTS = (
     "id_words",
     "mass_nouns",
     "mass_noun_endings",
+    "region_classes",
 )
 
 
@@ -436,6 +447,7 @@ def _merge(files: Sequence[Path]) -> Words:
             floors[str(key)] = tuple(w.lower() for w in _flat(names))
     return Words(
         lexicon=lexicon,
+        region_classes=tuple(lists.get("region_classes", ())),
         stop=frozenset(lists.get("stop", ())),
         not_entities=frozenset(lists.get("not_entities", ())),
         which=tuple(lists.get("which", ())),
