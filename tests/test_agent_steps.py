@@ -21,6 +21,7 @@ from scenerag.agents.query_repair import (
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
+    count_per_group_again,
     drop_contradicted_leg,
     drop_idle_sibling,
     drop_return_trip,
@@ -38,6 +39,7 @@ from scenerag.agents.query_repair import (
     symbol_for_position,
     symbols_as_nodes,
     ternary_to_case,
+    unname_predicate_nodes,
     unpin_twice_named,
     widen_shortest_paths,
 )
@@ -640,6 +642,39 @@ def test_sql_aggregation_habits_read_as_cypher(store: CypherStore) -> None:
         "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WITH r, count(o) AS n WHERE n > 2 RETURN r.nodeSymbol",
     ):
         assert mend_sql_aggregation(valid) == (valid, [])
+
+
+def test_a_count_taken_again_per_group_of_the_same_keys_is_the_withs_own(store: CypherStore) -> None:
+    """``WITH o.class AS class, count(*) AS n RETURN class, count(*)`` counts 1 per group: the WITH's count
+    is meant; a RETURN grouping by other keys, or aggregating something else, is left alone."""
+    in_r2 = "MATCH (r:Room {nodeSymbol: 'R2'})-[:CONTAINS*]->(o:Object) "
+    fixed, notes = count_per_group_again(
+        in_r2 + "WITH o.class AS class, count(DISTINCT o) AS n RETURN class, count(DISTINCT o)"
+    )
+    assert notes and fixed.endswith("RETURN class, n")
+    truth = store.query(in_r2 + "RETURN o.class AS class, count(DISTINCT o) AS n").rows
+    assert {r["class"]: r["n"] for r in store.query(fixed).rows} == {r["class"]: r["n"] for r in truth}
+    for kept in (
+        in_r2 + "WITH o.class AS class, count(DISTINCT o) AS n RETURN count(*)",
+        in_r2 + "WITH o, o.class AS class RETURN class, count(o)",
+        in_r2 + "WITH o.class AS class, count(DISTINCT o) AS n RETURN class, sum(n)",
+    ):
+        assert count_per_group_again(kept) == (kept, [])
+
+
+def test_a_where_pattern_names_no_new_node(store: CypherStore) -> None:
+    """``WHERE NOT (m)<-[:CONTAINS*]-(r:Room)`` ("r not defined"): the variable goes, the label stays; a node
+    bound elsewhere, or a parenthesised expression, is left alone."""
+    query = "MATCH (m:MeshPlace) WHERE NOT (m)<-[:CONTAINS*]-(r:Room) RETURN m.nodeSymbol"
+    fixed, notes = unname_predicate_nodes(query)
+    assert notes and fixed == "MATCH (m:MeshPlace) WHERE NOT (m)<-[:CONTAINS*]-(:Room) RETURN m.nodeSymbol"
+    assert _symbols(store, fixed) == {"P2441", "P3107", "P15561", "P25023", "P25697"}
+    for kept in (
+        "MATCH (m:MeshPlace), (r:Room {nodeSymbol: 'R2'}) WHERE NOT (m)<-[:CONTAINS*]-(r) RETURN m.nodeSymbol",
+        "MATCH (o:Object) WHERE (o.center.z > 1) AND NOT (o)<-[:CONTAINS]-(:MeshPlace) RETURN o.nodeSymbol",
+        "MATCH (o:Object) WHERE NOT EXISTS { MATCH (r:Room)-[:CONTAINS*]->(o) } RETURN o.nodeSymbol",
+    ):
+        assert unname_predicate_nodes(kept) == (kept, [])
 
 
 def test_a_star_count_over_a_path_carries_its_end_through_a_plain_with(store: CypherStore) -> None:

@@ -92,6 +92,7 @@ from scenerag.agents.query_repair import (
     count_every_group,
     count_grouped_by_itself,
     count_none_optionally,
+    count_per_group_again,
     counts_pinned_ends,
     drop_class_filter,
     drop_contradicted_class,
@@ -128,6 +129,7 @@ from scenerag.agents.query_repair import (
     symbols_as_nodes,
     ternary_to_case,
     unjoin_measured_pair,
+    unname_predicate_nodes,
     unpin_twice_named,
     unrelated_nodes,
     var_labels,
@@ -1653,6 +1655,8 @@ class CypherAgent:
         if self.config.auto_repair:
             for repair in (
                 mend_sql_aggregation,
+                count_per_group_again,
+                unname_predicate_nodes,
                 either_symbol,
                 close_open_subqueries,
                 split_subquery_arithmetic,

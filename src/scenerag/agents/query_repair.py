@@ -1915,6 +1915,72 @@ def _aliased(items: str) -> str:
     return ("DISTINCT " if distinct else "") + ", ".join(parts)
 
 
+def unname_predicate_nodes(query: str) -> tuple[str, list[str]]:
+    """A pattern used as a WHERE predicate may not introduce a variable (``WHERE NOT (m)-[:CONTAINS*]->(r:Room)``:
+    "r not defined"): a node variable named only there, in no MATCH, WITH or subquery, is dropped and its
+    label kept. ``(query, notes)``; unchanged when there is none."""
+    masked = _blank_strings(query)
+    edits: list[tuple[int, int, str]] = []
+    for where in re.finditer(r"\bWHERE\b", masked, re.I):
+        end = next(
+            (
+                m.start()
+                for m in _CLAUSE_START.finditer(masked, where.end())
+                if _depth(masked, m.start()) == 0
+            ),
+            len(masked),
+        )
+        if _depth(masked, where.start()) > 0:
+            continue
+        for node in re.finditer(r"(?<=[-(\s>])\(\s*([A-Za-z_]\w*)\s*(?=[:)])", masked[where.end() : end]):
+            a = where.end() + node.start()
+            var = node.group(1)
+            if _depth(masked, a) > 0:
+                continue  # inside a subquery, which may name its own nodes
+            hop = masked[a + node.end() - node.start() :].lstrip()
+            around = masked[max(0, a - 2) : a]
+            if not (around.endswith("-") or around.endswith(">") or re.match(r"[^)]*\)\s*<?-", hop)):
+                continue  # no relationship next to it: a parenthesised expression, not a pattern
+            elsewhere = masked[:a] + masked[a + node.end() - node.start() :]
+            if re.search(rf"(?<![.\w]){var}\b", elsewhere):
+                continue
+            edits.append((a + 1, a + node.end() - node.start(), ""))
+    if not edits:
+        return query, []
+    fixed = apply_edits(query, edits)
+    return fixed, ["a pattern in WHERE may not name a new node: dropped the variable, kept the label"]
+
+
+def _depth(text: str, at: int) -> int:
+    """How many ``{`` are open at ``at`` in ``text``."""
+    return text[:at].count("{") - text[:at].count("}")
+
+
+def count_per_group_again(query: str) -> tuple[str, list[str]]:
+    """``WITH o.class AS c, count(*) AS n RETURN c, count(*)``: the RETURN groups by exactly the keys the WITH
+    grouped by, so each group is one row and counting again gives 1; the aggregate meant is the WITH's own,
+    by its name. ``(query, notes)``; unchanged otherwise."""
+    clauses = _top_clauses(query)
+    for k in range(len(clauses) - 1):
+        (kind, a, b), (nxt, c, d) = clauses[k], clauses[k + 1]
+        if kind != "WITH" or nxt not in ("WITH", "RETURN"):
+            continue
+        first, then = _item_names(query[a + 4 : b]), _item_names(query[c + len(nxt) : d])
+        keys = {name for _, name, agg in first if not agg}
+        aggs = {re.sub(r"\s", "", expr).lower(): name for expr, name, agg in first if agg}
+        if not keys or {name for _, name, agg in then if not agg} != keys:
+            continue
+        items = [aggs.get(re.sub(r"\s", "", expr).lower()) if agg else None for expr, _, agg in then]
+        if not any(items) or any(agg and not item for (_, _, agg), item in zip(then, items, strict=True)):
+            continue
+        projected = ", ".join(item or expr for (expr, _, _), item in zip(then, items, strict=True))
+        fixed = query[: c + len(nxt)] + " " + projected + " " + query[d:]
+        return re.sub(r"\s+", " ", fixed).strip(), [
+            "the aggregate was taken again per group of the same keys (1 each): used the WITH's own"
+        ]
+    return query, []
+
+
 _RETURNED_CENTER = re.compile(
     r"(?is)\bRETURN\s+(?P<distinct>DISTINCT\s+)?(?P<v>[A-Za-z_]\w*)\.center\b(?P<rest>(?:(?!\bORDER\s+BY\b|\bLIMIT\b)"
     r"[^;])*?)(?=\s+ORDER\s+BY\b|\s+LIMIT\b|\s*;?\s*$)"
