@@ -482,13 +482,13 @@ class CypherAgent:
                     out += [label for label in self.words.layer_words[word][:1]]
         return out
 
-    def grammar(self, question: str) -> str | None:
-        """The GBNF grammar for queries about ``question`` (None when the model cannot follow one, or the
-        grammar is off)."""
+    def grammar(self, question: str, links: Sequence[Link] = ()) -> str | None:
+        """The GBNF grammar for queries about ``question`` whose mentions are ``links`` (None when the model
+        cannot follow one, or the grammar is off): a class the links say is absent may be written too."""
         if not self.config.grammar or not getattr(self.model, "supports_grammar", False):
             return None
         strings, pattern = self._grammar_strings()
-        absent = {link.value for link in self.linker().link(question) if not link.seen}
+        absent = {link.value for link in links if not link.seen}
         return cypher_grammar(
             self.store.schema(), strings | absent | question_strings(question), symbol_pattern=pattern
         ).text
@@ -774,7 +774,7 @@ class CypherAgent:
         links: Sequence[Link],
         examples: Sequence[CypherExample] = (),
     ) -> None:
-        grammar = self.grammar(question)
+        grammar = self.grammar(question, links)
         k = max(1, self.config.candidates)
         rounds: list[list[Outcome]] = []
         seen: dict[str, Outcome] = {}

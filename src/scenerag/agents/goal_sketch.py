@@ -507,16 +507,17 @@ def end_where_said(
         return sketch, []
     atom = chosen[1]
     kind = domain.predicates[str(atom[0]).lower()][0]
-    member = domain.families[ends].get(kind)
+    ended = domain.families[ends].get(kind)
+    member = ended
     if best is not None:  # "then pick up the food": the verb said right before the thing asks for its own
-        member = _own_verb(instruction, after, best[0], kind, domain, words) or member
+        member = _own_verb(instruction, after, best[0], kind, domain, words) or ended
     if member is None:
         return sketch, []
     before = _unparse(atom)
     atom[0] = member
     why = (
         "the instruction says to end there"
-        if member == domain.families[ends].get(kind)
+        if member == ended
         else "the goal word said right before it asks for that"
     )
     return _unparse(tree), [f"{before} -> {_unparse(atom)}: {why}"]

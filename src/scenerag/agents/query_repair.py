@@ -1277,7 +1277,7 @@ def drop_idle_with(query: str) -> tuple[str, list[str]]:
         where = re.search(r"\bWHERE\b", body, re.I)
         projection = body[: where.start()] if where else body
         names = re.findall(r"\bAS\s+([A-Za-z_]\w*)", projection, re.I)
-        if not names or not re.search(r"\b(count|sum|avg|min|max|collect)\s*\(", projection, re.I):
+        if not names or not _AGG_CALL_RE.search(projection):
             continue
         rest = (body[where.start() :] if where else "") + query[end:]
         if any(re.search(rf"(?<![.\w]){n}\b", rest) for n in names):
@@ -1786,6 +1786,7 @@ _NOT_AN_ITEM = frozenset(
     ]
 )
 _AGG_CALL_RE = re.compile(rf"\b{_AGG_NAMES}\s*\(", re.I)
+_AGG_FULL_CALL = re.compile(rf"\b{_AGG_NAMES}\s*\((?:[^()]|\([^()]*\))*\)", re.I)
 
 
 def _in_projection(query: str, at: int) -> bool:
@@ -1822,7 +1823,7 @@ def _item_names(items: str) -> list[tuple[str, str, bool]]:
         m = re.fullmatch(r"\s*(.+?)\s+AS\s+`?(\w+)`?\s*", item, re.I | re.S)
         expr, name = (m.group(1), m.group(2)) if m else (item.strip(), item.strip().split(".")[-1])
         name = re.sub(r"\W+", "_", name).strip("_") or "value"
-        out.append((expr, name, bool(re.search(rf"\b{_AGG_NAMES}\s*\(", expr, re.I))))
+        out.append((expr, name, bool(_AGG_CALL_RE.search(expr))))
     return out
 
 
@@ -1866,7 +1867,7 @@ def _restructured_projections(query: str) -> str:
         if kind not in ("WITH", "RETURN") or k + 1 >= len(clauses) or clauses[k + 1][0] != "ORDER BY":
             continue
         _, oa, ob = clauses[k + 1]
-        agg = re.search(rf"\b{_AGG_NAMES}\s*\((?:[^()]|\([^()]*\))*\)", query[oa:ob], re.I)
+        agg = _AGG_FULL_CALL.search(query[oa:ob])
         if agg is None:
             continue
         call = agg.group(0)
@@ -1893,7 +1894,7 @@ def _restructured_projections(query: str) -> str:
     ):
         _, a, b = clauses[last]
         names = _item_names(query[a + 4 : b])
-        counted = set(re.findall(rf"\b{_AGG_NAMES}\s*\((?:[^()]|\([^()]*\))*\)\s+AS\s+`?(\w+)", query, re.I))
+        counted = set(re.findall(rf"{_AGG_FULL_CALL.pattern}\s+AS\s+`?(\w+)", query, re.I))
         keys = [name for _, name, agg in names if not agg and name not in counted]
         keys = keys or [name for _, name, _ in names]
         query = query[:a] + "WITH " + _aliased(query[a + 4 : b]) + " " + query[b:]
@@ -1921,19 +1922,11 @@ def unname_predicate_nodes(query: str) -> tuple[str, list[str]]:
     label kept. ``(query, notes)``; unchanged when there is none."""
     masked = _blank_strings(query)
     edits: list[tuple[int, int, str]] = []
-    for where in re.finditer(r"\bWHERE\b", masked, re.I):
-        end = next(
-            (
-                m.start()
-                for m in _CLAUSE_START.finditer(masked, where.end())
-                if _depth(masked, m.start()) == 0
-            ),
-            len(masked),
-        )
-        if _depth(masked, where.start()) > 0:
+    for kind, start, end in _top_clauses(query):
+        if kind != "WHERE":
             continue
-        for node in re.finditer(r"(?<=[-(\s>])\(\s*([A-Za-z_]\w*)\s*(?=[:)])", masked[where.end() : end]):
-            a = where.end() + node.start()
+        for node in re.finditer(r"(?<=[-(\s>])\(\s*([A-Za-z_]\w*)\s*(?=[:)])", masked[start:end]):
+            a = start + node.start()
             var = node.group(1)
             if _depth(masked, a) > 0:
                 continue  # inside a subquery, which may name its own nodes
