@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -127,19 +128,24 @@ def test_update_agent_returns_at_its_time_limit(
     try:
         store.load(hydra_graph)
 
+        release = threading.Event()
+        returned = threading.Event()
+
         def slow(messages: object) -> str:
-            time.sleep(3.0)
+            release.wait(30)  # the model answers only once the agent has given up on it
+            returned.set()
             return "MATCH (n:Object {nodeSymbol: 'O43'}) SET n.class = 'bag'"
 
         agent = SceneUpdateAgent(
             ScriptedChatModel([slow], supports_tools=False), store, SceneUpdateConfig(embedder="none")
         )
-        start = time.monotonic()
         result = agent.run_update("the bicycle is actually a bag", timeout_s=1.0)
-        assert time.monotonic() - start < 2.0
+        assert not returned.is_set()  # it returned at its limit, while the model call was still running
         assert result.answer is None and result.context["timed_out"] is True
         assert result.error == "no write within the time limit (1 s)"
-        time.sleep(2.5)  # the abandoned model call ends on its own before the store closes
+        release.set()
+        assert returned.wait(30)  # the abandoned model call ends before the store closes
+        time.sleep(0.5)
     finally:
         store.close()
 

@@ -84,11 +84,9 @@ def test_a_queued_query_leaves_at_its_deadline() -> None:
     adm = Admission(1, heavy_slots=1, queue_limit=4)
     holder = adm.enqueue("cheap", time.monotonic() + 60)
     waiting = adm.enqueue("cheap", time.monotonic() + 0.3)
-    start = time.monotonic()
     with pytest.raises(ServiceError) as expired:
-        adm.wait(waiting)
+        adm.wait(waiting)  # returns while the holder still holds the only slot (released below)
     assert expired.value.status == 503 and "deadline" in str(expired.value)
-    assert time.monotonic() - start < 5  # promptly, not after the holder
     assert adm.stats()["lanes"]["cheap"]["expired"] == 1 and adm.stats()["queued"] == 0
     adm.release(holder)
     assert adm.stats()["running"] == 0
@@ -167,20 +165,21 @@ def test_queries_are_cancelled_at_their_own_deadline(store: CypherStore) -> None
     """Two queries with different limits run at once: each ends at its own deadline (the engine's timeout
     is one setting of the whole database; before, the 1 s query cut the 4 s one short)."""
 
-    def timed(timeout_s: float) -> tuple[str, float]:
+    def timed(timeout_s: float) -> tuple[str, float, float]:
         start = time.monotonic()
         with pytest.raises(QueryError) as info:
             store.query(SLOW, timeout_s=timeout_s)
-        return info.value.kind, time.monotonic() - start
+        end = time.monotonic()
+        return info.value.kind, end - start, end
 
     with ThreadPoolExecutor(2) as pool:
         long_run = pool.submit(timed, 4.0)
         time.sleep(0.3)
         short_run = pool.submit(timed, 1.0)
-        (short_kind, short_s), (long_kind, long_s) = short_run.result(), long_run.result()
+        (short_kind, _, short_end), (long_kind, long_s, long_end) = short_run.result(), long_run.result()
     assert short_kind == long_kind == "timeout"
-    assert short_s < 4.0  # not held behind the long query
-    assert long_s >= 3.5  # not cut at the other query's limit
+    assert short_end < long_end  # not held behind the long query (an order, not a duration)
+    assert long_s >= 3.5  # not cut at the other query's limit (a lower bound: a slow host only adds)
     assert store.query(LOOKUP).rows == [{"c": "appliance"}]
 
 
@@ -213,7 +212,7 @@ def _busy_server(store: CypherStore, **config: object) -> tuple[SceneService, Ba
 def test_bad_requests_are_refused_while_every_slot_is_busy(store: CypherStore) -> None:
     service, server = _busy_server(store, query_slots=1, heavy_slots=1, queue_limit=4)
     with server as srv, httpx2.Client(base_url=srv.url, timeout=30) as c, ThreadPoolExecutor(2) as pool:
-        slow = pool.submit(c.post, "/cypher", json={"query": SLOW, "timeout_s": 4})
+        slow = pool.submit(c.post, "/cypher", json={"query": SLOW, "timeout_s": 8})
         wait_for(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
         for body, status in [
             ({"query": "MATCH (o:Object RETURN o"}, 400),
@@ -221,10 +220,9 @@ def test_bad_requests_are_refused_while_every_slot_is_busy(store: CypherStore) -
             ({"query": "MATCH (o:Object) DETACH DELETE o"}, 403),
             ({"query": "CREATE (:Object)", "write": True}, 403),
         ]:
-            start = time.monotonic()
             r = c.post("/cypher", json=body)
             assert r.status_code == status, r.text
-            assert time.monotonic() - start < 2.0  # not after the 4 s query
+            assert not slow.done()  # refused while the slow query holds the slot, not after it
         assert slow.result().status_code == 504
         health = c.get("/health").json()
         assert health["load"]["running"] == 0 and health["load"]["slots"] == 1
@@ -233,15 +231,15 @@ def test_bad_requests_are_refused_while_every_slot_is_busy(store: CypherStore) -
 def test_a_query_that_cannot_start_in_time_gets_503_with_retry_after(store: CypherStore) -> None:
     service, server = _busy_server(store, query_slots=1, heavy_slots=1, queue_limit=4)
     with server as srv, httpx2.Client(base_url=srv.url, timeout=30) as c, ThreadPoolExecutor(2) as pool:
-        slow = pool.submit(c.post, "/cypher", json={"query": SLOW, "timeout_s": 5})
+        slow = pool.submit(c.post, "/cypher", json={"query": SLOW, "timeout_s": 8})
         wait_for(lambda: service.admission.stats()["running"] > 0, "the slow query runs")
-        start = time.monotonic()
         r = c.post("/cypher", json={"query": LOOKUP, "timeout_s": 1})
-        waited = time.monotonic() - start
+        # at its own 1 s deadline, not when the slot frees: an order, not a duration (a loaded CI host
+        # once took 3.4 s to send the 503, which a "< 3 s" bound called a failure)
+        assert not slow.done() and service.admission.stats()["running"] == 1
         assert r.status_code == 503, r.text
         assert int(r.headers["retry-after"]) >= 1
         assert r.json()["error"]["kind"] == "overloaded"
-        assert waited < 3.0  # at its 1 s deadline, not when the slot frees
         assert slow.result().status_code == 504
 
 
@@ -272,9 +270,7 @@ def test_health_answers_while_the_queue_is_full(store: CypherStore) -> None:
             lambda: service.admission.stats()["queued"] >= 4, "four lookups wait in the queue", 15, state
         )
         with httpx2.Client(base_url=srv.url, timeout=5) as c:
-            start = time.monotonic()
-            health = c.get("/health")
-            assert time.monotonic() - start < 1.0
+            health = c.get("/health")  # answered while the queue is full: its own load figures say so
             overflow = c.post("/cypher", json={"query": LOOKUP})
         load = health.json()["load"]
         assert load["running"] == 1 and load["queued"] == 4
