@@ -212,6 +212,7 @@ def scripted_agent(
         "plan": False,
         "compare_form": False,
         "time_budget_s": None,
+        "work_budget_s": None,
         **cfg,
     }
     return CypherAgent(model, store, CypherAgentConfig(embedder="none", **settings)), model

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import hydra_store_fixture, scripted_agent
 from conftest import one_value as _one
+from scenerag.agents.model_work import MeteredModel, WorkRates
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
@@ -24,6 +25,8 @@ from scenerag.agents.query_repair import (
 from scenerag.agents.voting import Grade, Outcome, normal_answer, vote
 from scenerag.agents.words import WordsError, load_words
 from scenerag.lang import sldp_equal
+from scenerag.llm import ScriptedChatModel
+from scenerag.llm.base import ChatResponse, GenerationTimings, Message, Usage
 from scenerag.store import CypherStore
 
 LIGHT_NEAR_BIKE = (
@@ -266,6 +269,45 @@ def test_a_spent_time_budget_starts_no_new_round(store: CypherStore) -> None:
     assert len(model.calls) == 1 and result.context["out_of_time"]  # no correction (an example may answer)
     agent, model = scripted_agent(store, [broken, "MATCH (o:Object) RETURN count(o)"])
     assert agent.run("How many objects are there?", answer_type="number").answer == "65"
+
+
+def _timed_reply(text: str, prompt_tokens: int, steps: int) -> ChatResponse:
+    """A reply as a local model gives it: with the prompt tokens it evaluated and its decode steps."""
+    timings = GenerationTimings(prompt_tokens, 0.01, steps, 0.01)
+    return ChatResponse(Message.assistant(text), Usage(prompt_tokens, steps), "local", "stop", 0.02, timings)
+
+
+def test_a_spent_work_budget_starts_no_new_round_whatever_the_wall_time(store: CypherStore) -> None:
+    """The work budget counts a call's tokens at the reference rates, not its wall time: a call that took
+    0.02 s but evaluated 1,100 prompt tokens and decoded 180 steps (0.4 + 20 + 10 reference seconds) spends
+    a 20 s budget; the same call with 110 tokens and 18 steps (2.4 s) leaves room for the correction."""
+    broken = "MATCH (o:Object RETURN count(o)"
+    fixed = "MATCH (o:Object) RETURN count(o)"
+    heavy = [_timed_reply(broken, 1100, 180), _timed_reply(fixed, 110, 18)]
+    agent, model = scripted_agent(store, heavy, work_budget_s=20.0)
+    result = agent.run("How many objects are there?", answer_type="number")
+    assert len(model.calls) == 1 and result.context["out_of_time"] == "work"
+    assert result.context["timings_s"]["work"] >= 30.0
+    light = [_timed_reply(broken, 110, 18), _timed_reply(fixed, 110, 18)]
+    agent, model = scripted_agent(store, light, work_budget_s=20.0)
+    result = agent.run("How many objects are there?", answer_type="number")
+    assert len(model.calls) == 2 and result.answer == "65" and "out_of_time" not in result.context
+    assert 4.8 <= result.context["timings_s"]["work"] < 20.0
+
+
+def test_work_rates_count_a_batch_by_its_decode_steps() -> None:
+    rates = WorkRates(prompt_tps=50.0, decode_tps=10.0, call_s=0.0)
+    batch = GenerationTimings(500, 9.9, 60, 9.9, decode_steps=20)  # three candidates of 20 tokens each
+    first = ChatResponse(Message.assistant("a"), Usage(500, 20), "local", "stop", 5.0, batch)
+    rest = [ChatResponse(Message.assistant(t), Usage(0, 20), "local", "stop", 5.0) for t in "bc"]
+    assert rates.of([first, *rest], wall_s=5.0) == pytest.approx(10.0 + 2.0)  # not 3 x 20 tokens
+    endpoint = ChatResponse(Message.assistant("a"), Usage(500, 20), "gpt", "stop", 1.5)
+    assert rates.of([endpoint], wall_s=1.7) == 1.7  # no token timings: the call's own wall time
+    metered = MeteredModel(ScriptedChatModel([first]), rates)
+    metered.chat([Message.user("q")])
+    assert metered.work_s == pytest.approx(12.0) and metered.wall_s < 1.0
+    metered.reset()
+    assert metered.work_s == metered.wall_s == 0.0
 
 
 def test_forms_that_break_a_query_the_model_meant(store: CypherStore) -> None:

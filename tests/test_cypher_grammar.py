@@ -34,6 +34,8 @@ def grammar(tmp_path_factory: pytest.TempPathFactory, hydra_graph: SceneGraph) -
         "MATCH (a:Room)-[:ROOM_CONNECTED]-(b) WHERE NOT EXISTS { MATCH (b)-[:CONTAINS*]->(:Object {class: 'bed'}) } "
         "RETURN b.nodeSymbol",
         "MATCH (o:Object) WHERE o.class = 'door' RETURN count(o)",  # the question's own word: absent, 0
+        "MATCH (o:Object {class: 'doors'}) RETURN count(o)",  # in a pattern too (no label holds it)
+        "MATCH (r:Room {class: 'doors'}) RETURN count(r)",
         "match (n) where n:Room return count(n)",
         "MATCH p = shortestPath((a:MeshPlace {nodeSymbol: 'P59110'})-[:MESH_PLACE_CONNECTED*]-(b:MeshPlace)) "
         "RETURN length(p)",
@@ -56,6 +58,10 @@ def test_correct_queries_are_in_the_language(grammar: Grammar, query: str) -> No
         ),  # a value neither graph nor question has
         ("MATCH (o:Object) RETURN o.label", "label"),  # no such property
         ("MATCH (o:Object {nodeSymbol: 'doors'}) RETURN o", "doors"),  # a question word is no symbol
+        # a class only another label holds, in a node's pattern: it would match nothing
+        ("MATCH (b:MeshPlace {class: 'bicycle'})<-[:CONTAINS]-(r:Room) RETURN r", "bicycle"),
+        ("MATCH (r:Room {class: 'sign'}) RETURN r", "sign"),
+        ("MATCH (o:Object {class: 'lounge'}) RETURN o", "lounge"),
         ("SELECT * FROM objects", "SELECT"),  # not a read clause
     ],
 )

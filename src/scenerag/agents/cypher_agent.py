@@ -79,6 +79,7 @@ from scenerag.agents.goal_sketch import (
 from scenerag.agents.grounding import PddlGrounder
 from scenerag.agents.linking import EntityLinker, Link, mask_question
 from scenerag.agents.measure_form import ANY, MeasureForms, measures_distance, parse_form
+from scenerag.agents.model_work import MeteredModel, WorkRates
 from scenerag.agents.plan import PLAN_GRAMMAR, Plan, Planner, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
@@ -214,9 +215,17 @@ class CypherAgentConfig:
     max_reply_tokens: int = 200
     #: repair forms that cannot run (classes as labels, wrong case, missing containment hops) before running
     auto_repair: bool = True
-    #: wall-clock seconds after which a question starts no new round, plan or sample (the best answer so far
-    #: is given); None: no limit. It bounds the slowest questions; on a slower machine it cuts in sooner
-    time_budget_s: float | None = 20.0
+    #: model work, in seconds at the reference rates (``model_work.WorkRates``: a local call costs its evaluated
+    #: prompt tokens and decode steps at the reference host's speed, an endpoint call its wall time), plus the
+    #: agent's own time between calls, after which a question starts no new round, plan or sample (the best
+    #: answer so far is given); None: no limit. The same on a slow and a fast host, so a run is reproducible
+    work_budget_s: float | None = 20.0
+    #: the reference host's speed the work is counted at (prompt tokens/s, decode steps/s)
+    reference_prompt_tps: float = 55.0
+    reference_decode_tps: float = 18.0
+    #: wall-clock seconds after which a question starts nothing new, whatever its work (a guard for a very
+    #: slow or overloaded host); None: no limit
+    time_budget_s: float | None = 45.0
 
     @property
     def name(self) -> str:
@@ -303,9 +312,9 @@ class CypherAgent:
         linker: EntityLinker | None = None,
         progress: StageProgress | None = None,
     ) -> None:
-        self.model = model
-        self.store = store
         self.config = config or CypherAgentConfig()
+        self.model = model  # metered: what the question's calls cost, for the work budget
+        self.store = store
         self.domain = domain
         self.progress = progress or SILENT  # stage lines (scenerag.progress); silent by default
         self.grounder = PddlGrounder(store, domain, progress=self.progress)
@@ -320,6 +329,7 @@ class CypherAgent:
         self._labels_of_symbols: dict[str, str] = {}  # node labels never change: looked up once per symbol
         self._strings: tuple[frozenset[str], bool] | None = None
         self._deadline: float | None = None
+        self._started: float | None = None
         self._system: dict[str, str] = {}
         self._symbols_by_kind: dict[str, list[str]] | None = None
         self._widened: dict[str, str] = {}  # a sketch phrase widened to its description -> the class it was
@@ -327,6 +337,16 @@ class CypherAgent:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def model(self) -> MeteredModel:
+        """The chat model, metered (every call's work counts against the question's work budget)."""
+        return self._model
+
+    @model.setter
+    def model(self, model: ChatModel) -> None:
+        rates = WorkRates(self.config.reference_prompt_tps, self.config.reference_decode_tps)
+        self._model = model if isinstance(model, MeteredModel) else MeteredModel(model, rates)
 
     # -- components (built lazily: a question that needs none of them pays for none) --------------------
     def embedder(self) -> Embedder | None:
@@ -517,9 +537,12 @@ class CypherAgent:
         the question, and a plan of several steps is answered step by step (its answer is taken when its last
         step holds up; otherwise the one-query attempt goes on with corrections)."""
         start = time.perf_counter()
-        outermost = self._deadline is None
-        if outermost and self.config.time_budget_s is not None:
-            self._deadline = start + self.config.time_budget_s
+        outermost = self._started is None
+        if outermost:
+            self._started = start
+            self.model.reset()
+            if self.config.time_budget_s is not None:
+                self._deadline = start + self.config.time_budget_s
         asked, respelled = (
             self.words.respelled(question, self._class_names()) if outermost else (question, [])
         )
@@ -527,11 +550,13 @@ class CypherAgent:
             result = self._run_once(asked, task=task, answer_type=answer_type, allow_plan=True)
         finally:
             if outermost:
-                self._deadline = None
+                self._deadline = self._started = None
         if respelled:
             result.context["rewrites"] = [*respelled, *result.context.get("rewrites", [])]
         result.question = question
         result.wall_s = time.perf_counter() - start
+        if outermost:
+            result.context.setdefault("timings_s", {})["work"] = round(self._work_s(start), 3)
         self.progress.stage("answer")
         return result
 
@@ -598,13 +623,24 @@ class CypherAgent:
         props = self.store.schema().node_properties
         return [v for by_key in props.values() if (i := by_key.get(ont.CLASS_KEY)) for v in i.values or ()]
 
+    def _work_s(self, start: float) -> float:
+        """The question's work so far: its model calls' work plus the agent's own wall time between them."""
+        return time.perf_counter() - start - self.model.wall_s + self.model.work_s
+
     def _out_of_time(self, state: RunState, grace: float = 0.0) -> bool:
-        """Whether the question's time budget is spent (then no new round, plan or sample starts); ``grace``
-        (a share of the budget) lets one short constrained call still start (a form: one line, no query)."""
-        extra = grace * (self.config.time_budget_s or 0.0)
-        late = self._deadline is not None and time.perf_counter() > self._deadline + extra
+        """Whether the question's work budget (or its wall-clock guard) is spent: then no new round, plan or
+        sample starts; ``grace`` (a share of a budget) lets one short constrained call still start (a form:
+        one line, no query)."""
+        budget, started = self.config.work_budget_s, self._started
+        over_work = (
+            budget is not None and started is not None and self._work_s(started) > budget * (1 + grace)
+        )
+        guard = self.config.time_budget_s
+        late = over_work or (
+            self._deadline is not None and time.perf_counter() > self._deadline + grace * (guard or 0.0)
+        )
         if late:
-            state.result.context["out_of_time"] = True
+            state.result.context["out_of_time"] = "work" if over_work else "wall"
         return late
 
     def _plan(self, question: str, earlier: list[AgentResult]) -> Plan | None:

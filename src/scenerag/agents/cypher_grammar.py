@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scenerag.graph import ontology as ont
@@ -107,6 +107,15 @@ def _rule(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "x"
 
 
+def _classes_by_label(schema: GraphSchema, labels: Sequence[str]) -> dict[str, set[str]]:
+    """Each label's class values, as the schema lists them (empty where it lists none)."""
+    out: dict[str, set[str]] = {}
+    for label in labels:
+        info = schema.node_properties.get(label, {}).get(ont.CLASS_KEY)
+        out[label] = set(info.values or ()) if info is not None else set()
+    return out
+
+
 def cypher_grammar(schema: GraphSchema, strings: Iterable[str], *, symbol_pattern: bool = False) -> Grammar:
     """The grammar of read queries over ``schema`` whose string literals are among ``strings`` (and, with
     ``symbol_pattern``, any node symbol: a letter and digits, for graphs with too many to list)."""
@@ -171,10 +180,22 @@ def cypher_grammar(schema: GraphSchema, strings: Iterable[str], *, symbol_patter
     rules["hops"] = seq("*", opt(plus(Chars("0-9"))), opt(seq("..", opt(plus(Chars("0-9"))))))
     rules["pvalue"] = alt(Ref("string"), Ref("number"), Ref("prop"), Ref("ident"))
     symbol_pvalue = alt(Ref("symbol-string"), Ref("prop"), Ref("ident")) if symbol_values else Ref("pvalue")
+    classes = _classes_by_label(schema, labels)
     for label in labels:
         keys = node_keys[label] or [ont.SYMBOL_KEY]
-        others = [k for k in keys if k != ont.SYMBOL_KEY]
+        others = [k for k in keys if k not in (ont.SYMBOL_KEY, ont.CLASS_KEY)]
+        # a node's class in its pattern is never a class only another label holds ({class: 'bicycle'} on a
+        # mesh place matches nothing); words the graph holds as no class stay (a class found absent)
+        foreign = set().union(*(c for m, c in classes.items() if m != label)) - classes[label]
+        own = [v for v in values if v not in foreign]
+        class_kv: list[Node] = []
+        if ont.CLASS_KEY in keys:
+            class_value = (
+                alt(_quoted(one_of(own)), Ref("number"), Ref("prop"), Ref("ident")) if own else Ref("pvalue")
+            )
+            class_kv = [seq(ont.CLASS_KEY, opt(sp), ":", opt(sp), class_value)]
         kv = alt(
+            *class_kv,
             *([seq(one_of(others), opt(sp), ":", opt(sp), Ref("pvalue"))] if others else []),
             *([seq(ont.SYMBOL_KEY, opt(sp), ":", opt(sp), symbol_pvalue)] if ont.SYMBOL_KEY in keys else []),
         )

@@ -193,12 +193,16 @@ class Usage:
 
 @dataclass
 class GenerationTimings:
-    """Where one local generation spent its time: prompt evaluation vs token generation."""
+    """Where one local generation spent its time: prompt evaluation vs token generation.
+
+    ``decode_steps``: forward passes of the decoding (a batch of candidates decodes one token each per step;
+    None: one token a step, as many as ``generated_tokens``)."""
 
     prompt_tokens: int
     prompt_s: float
     generated_tokens: int
     generation_s: float
+    decode_steps: int | None = None
 
     @property
     def prompt_tokens_per_s(self) -> float:

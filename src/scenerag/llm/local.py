@@ -427,7 +427,7 @@ class LocalChatModel:
             except (RuntimeError, ValueError) as exc:
                 raise LLMError("bad_request", f"{self.name}: {exc}", model=self.name) from exc
             st = decoder.stats
-        timings = GenerationTimings(st.prompt_evaluated, st.prompt_s, st.generated, st.generate_s)
+        timings = GenerationTimings(st.prompt_evaluated, st.prompt_s, st.generated, st.generate_s, st.steps)
         elapsed = time.perf_counter() - start
         return [
             ChatResponse(
