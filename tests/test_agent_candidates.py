@@ -271,6 +271,17 @@ def test_a_spent_time_budget_starts_no_new_round(store: CypherStore) -> None:
     assert agent.run("How many objects are there?", answer_type="number").answer == "65"
 
 
+def test_true_or_false_where_nodes_are_asked_for_is_sent_back(store: CypherStore) -> None:
+    """ "Which signs are in the hallways?" answered by whether any is (blind BJ-19): the set hint makes it a
+    shape mismatch, so the model is asked again and its second query answers."""
+    whether = "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN count(o) > 0"
+    which = "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(o:Object {class: 'sign'}) RETURN DISTINCT o.nodeSymbol"
+    agent, model = scripted_agent(store, [whether, which])
+    result = agent.run("Which signs are in the hallways?", answer_type="set")
+    assert len(model.calls) == 2 and "true/false" in str(model.calls[1])
+    assert sldp_equal(result.answer, "<O36, O39, O63, O95>")
+
+
 def _timed_reply(text: str, prompt_tokens: int, steps: int) -> ChatResponse:
     """A reply as a local model gives it: with the prompt tokens it evaluated and its decode steps."""
     timings = GenerationTimings(prompt_tokens, 0.01, steps, 0.01)

@@ -144,6 +144,19 @@ def test_rows_of_whole_nodes_and_of_a_named_node_with_its_neighbours() -> None:
     )
 
 
+def test_one_rows_list_of_numbers_is_the_list_asked_for() -> None:
+    """A box's size asked as a list is the one row's list, not a list holding it (blind BK-03's reference);
+    several rows' lists stay a list of lists, and a set of one list stays a set."""
+    one = [{"o.bbox_dim": [3.0878, 0.3703, 1.1225]}]
+    query = "MATCH (o:Object {nodeSymbol: 'O263'}) RETURN o.bbox_dim"
+    assert format_rows(["o.bbox_dim"], one, query=query, answer_type="list") == "[3.0878, 0.3703, 1.1225]"
+    two = [*one, {"o.bbox_dim": [1.0, 2.0, 3.0]}]
+    assert format_rows(["o.bbox_dim"], two, query=query, answer_type="list") == (
+        "[[3.0878, 0.3703, 1.1225], [1.0, 2.0, 3.0]]"
+    )
+    assert format_rows(["o.bbox_dim"], one, query=query, answer_type="set") == "<[3.0878, 0.3703, 1.1225]>"
+
+
 # -- forms found on dev 3 ----------------------------------------------------------------------------------
 def test_links_of_a_bound_or_grouped_place_are_matched_both_ways(store: CypherStore) -> None:
     def rows(query: str) -> set[str]:

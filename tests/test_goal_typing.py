@@ -223,6 +223,18 @@ def test_agent_aligns_a_sketch_to_its_verbs_and_samples_past_one_that_only_avoid
             "(not (visited-place P22249))",
             "(and (visited-object O79) (not (visited-place P22249)))",
         ),
+        # a goal word inside what the sketch reads as a description asks for nothing ("away" in "farthest
+        # away from": no avoidance; blind BL-11)
+        (
+            "Go and check the sign that is farthest away from the bicycle.",
+            "(and (safe [sign farthest away from the bicycle]) (not (visited-object [bicycle])))",
+            "(safe [sign farthest away from the bicycle])",
+        ),
+        (
+            "Stay away from the bicycle and check the sign farthest from it.",
+            "(and (safe [sign farthest from the bicycle]) (not (visited-object [bicycle])))",
+            None,
+        ),
         # kept: what is asked for, a part with the only symbol the instruction names, no goal words at all
         ("First swing by O43, then finish at O10.", "(and (visited-object O43) (at-object O10))", None),
         ("Get to R5 without passing through R1", "(and (visited-room R5) (not (visited-room R1)))", None),

@@ -225,6 +225,8 @@ def _as_set_or_list(
             items.append(value)
     if not items:
         return NOT_FOUND
+    if ordered and len(rows) == 1 and len(items) == 1 and isinstance(items[0], SldpList):
+        return format_sldp(items[0])  # one row's list of numbers (a box's size) is the list asked for
     return format_sldp(SldpList(tuple(items)) if ordered else SldpSet(tuple(items)))
 
 

@@ -2847,12 +2847,17 @@ def sketch_problems(
 
 def shape_mismatch(result: QueryResult, answer_type: str | None, question: str = "") -> str | None:
     """Why rows cannot hold an answer of ``answer_type`` (None when they can): only true/false or names where
-    a number is asked for, only numbers or positions where nodes or names are."""
+    a number is asked for, only true/false, numbers or positions where nodes or names are."""
     cells = [v for row in result.rows for v in row.values() if v is not None]
     if not cells or answer_type is None:
         return None
     if all(isinstance(v, bool) for v in cells) and answer_type == "number":
         return "It returned true/false, but the answer is a number: return that number."
+    if all(isinstance(v, bool) for v in cells) and answer_type in ("set", "list"):
+        return (
+            "It returned true/false, but the answer is the nodes or names themselves: return them "
+            "(e.g. n.nodeSymbol), not whether any exist."
+        )
     numeric = all(_is_number(v) or (isinstance(v, list) and v and all(map(_is_number, v))) for v in cells)
     points = all(isinstance(v, dict) and {"x", "y"} <= set(v) for v in cells)
     if answer_type in ("set", "list", "string") and points:

@@ -1000,6 +1000,31 @@ def join_to_relation(
     return out, [f"{sketch} -> {out}: the instruction asks for {relation}"]
 
 
+def _without_descriptions(instruction: str, sketch: str) -> str:
+    """``instruction`` with each run of two or more words that a ``[description]`` of the sketch also says
+    blanked out: a goal word inside what the model read as a description describes a thing, it asks for
+    nothing ("the sign farthest away from the bike": "away" is no avoidance; "where the bike is parked")."""
+    phrases = [re.findall(r"[\w']+", p.lower()) for p in re.findall(r"\[([^\]]*)\]", sketch)]
+    if not phrases:
+        return instruction
+    tokens = list(re.finditer(r"[\w']+", instruction))
+    low = [t.group().lower() for t in tokens]
+    blank = [False] * len(tokens)
+    for words_ in phrases:
+        for i in range(len(low)):
+            for j in range(len(words_)):
+                n = 0
+                while i + n < len(low) and j + n < len(words_) and low[i + n] == words_[j + n]:
+                    n += 1
+                if n >= 2:
+                    blank[i : i + n] = [True] * n
+    out = list(instruction)
+    for t, b in zip(tokens, blank, strict=True):
+        if b:
+            out[t.start() : t.end()] = " " * (t.end() - t.start())
+    return "".join(out)
+
+
 def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Words) -> tuple[str, list[str]]:
     """``sketch`` made to say what the instruction's verbs ask for (the language's ``goal_words``), with a
     note per change; unchanged when the instruction says no such words, or the sketch does not parse.
@@ -1012,7 +1037,7 @@ def align_to_verbs(sketch: str, instruction: str, domain: GoalDomain, words: Wor
       X))`` -> ``(holding X)``; "go to the sign closest to the bike": its ``not`` on the bike goes), unless
       it is the only part with a symbol the instruction names."""
     table = words.goal_words
-    said = words.said_keys(instruction, table) & set(table)
+    said = words.said_keys(_without_descriptions(instruction, sketch), table) & set(table)
     if not said:
         return sketch, []
     tree = _parsed(sketch)
