@@ -80,5 +80,6 @@ def test_local_model_answers_user_questions(store: CypherStore, hydra_graph: Sce
         right += ok
         report.append((question, result.answer, expected, [t.input for t in result.tools]))
         assert result.tools, "the model must have queried the database"
-        assert result.usage.input_tokens < 1500, result.usage
+        # each call's prompt stays small (no graph pasted in); a correction round adds calls, not size
+        assert result.llm_calls >= 1 and result.usage.input_tokens < 1500 * result.llm_calls, result.usage
     assert right >= 4, report

@@ -235,6 +235,12 @@ def test_agent_aligns_a_sketch_to_its_verbs_and_samples_past_one_that_only_avoid
             "(and (safe [sign farthest from the bicycle]) (not (visited-object [bicycle])))",
             None,
         ),
+        # a verb's silent e dropped before -ing is still said ("examining": safe; blind BO-18's reference)
+        (
+            "Start by examining the bed, and after that pick up the bag.",
+            "(and (safe O275) (holding O285))",
+            None,
+        ),
         # kept: what is asked for, a part with the only symbol the instruction names, no goal words at all
         ("First swing by O43, then finish at O10.", "(and (visited-object O43) (at-object O10))", None),
         ("Get to R5 without passing through R1", "(and (visited-room R5) (not (visited-room R1)))", None),

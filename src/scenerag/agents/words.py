@@ -152,9 +152,17 @@ class Words:
         return sorted((m.start(), m.end()) for w in words if w for m in re.finditer(self._said(w), low))
 
     def _said(self, word: str) -> str:
-        """The pattern of ``word`` said in running lower-cased text: a whole word, any of ``word_endings``."""
+        """The pattern of ``word`` said in running lower-cased text: a whole word, any of ``word_endings``;
+        a word ending in a silent ``e`` also without it before an ending that starts with a vowel
+        ("examine": "examining")."""
         ends = "|".join(re.escape(e) for e in sorted(self.word_endings, key=len, reverse=True))
-        return rf"(?<![\w']){re.escape(word.lower())}(?:{ends})(?![\w'])"
+        low = word.lower()
+        stem = f"{re.escape(low)}(?:{ends})"
+        vowel_ends = [e for e in self.word_endings if e[:1] in ("a", "e", "i", "o", "u")]
+        if low.endswith("e") and len(low) > 2 and low[-2] not in "aeiou" and vowel_ends:
+            alt = "|".join(re.escape(e) for e in sorted(vowel_ends, key=len, reverse=True))
+            stem = f"(?:{stem}|{re.escape(low[:-1])}(?:{alt}))"
+        return rf"(?<![\w']){stem}(?![\w'])"
 
     def said_keys(self, text: str, table: Mapping[str, Iterable[str]]) -> set[str]:
         """The keys of ``table`` (key -> words) whose words ``text`` says, a word inside a longer said phrase
