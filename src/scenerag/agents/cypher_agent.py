@@ -2851,9 +2851,10 @@ def shape_mismatch(result: QueryResult, answer_type: str | None, question: str =
     cells = [v for row in result.rows for v in row.values() if v is not None]
     if not cells or answer_type is None:
         return None
-    if all(isinstance(v, bool) for v in cells) and answer_type == "number":
+    truth_values = all(isinstance(v, bool) for v in cells)
+    if truth_values and answer_type == "number":
         return "It returned true/false, but the answer is a number: return that number."
-    if all(isinstance(v, bool) for v in cells) and answer_type in ("set", "list"):
+    if truth_values and answer_type in ("set", "list"):
         return (
             "It returned true/false, but the answer is the nodes or names themselves: return them "
             "(e.g. n.nodeSymbol), not whether any exist."

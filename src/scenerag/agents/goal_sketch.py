@@ -54,6 +54,7 @@ __all__ = [
 MAX_PARTS = 8
 """Parts of one (and ...) / (or ...) in a grammar-decoded sketch (a class stays one part: [trash])."""
 _TOKEN = re.compile(r"\(|\)|\[[^\]]*\]|[^\s()\[\]]+")
+_WORD = re.compile(r"[\w']+")
 _SYMBOL = ont.SYMBOL_IN_TEXT
 
 
@@ -911,7 +912,7 @@ def _described(thing: Named, text: str, at: int, words: Words) -> str:
 def _antecedent(before: str, after_opener: str, words: Words) -> str | None:
     """The node a description that is only a pronoun refers back to ("the trash cans in *it*", the language's
     ``antecedent_pronouns``): the last symbol the instruction says ``before`` it; None otherwise."""
-    said = re.findall(r"[\w']+", after_opener.lower())
+    said = _WORD.findall(after_opener.lower())
     if len(said) != 1 or said[0] not in words.antecedent_pronouns:
         return None
     symbols = [t for t in _SYMBOL.findall(before) if ont.has_symbol_shape(t)]
@@ -1004,10 +1005,10 @@ def _without_descriptions(instruction: str, sketch: str) -> str:
     """``instruction`` with each run of two or more words that a ``[description]`` of the sketch also says
     blanked out: a goal word inside what the model read as a description describes a thing, it asks for
     nothing ("the sign farthest away from the bike": "away" is no avoidance; "where the bike is parked")."""
-    phrases = [re.findall(r"[\w']+", p.lower()) for p in re.findall(r"\[([^\]]*)\]", sketch)]
+    phrases = [_WORD.findall(t[1:-1].lower()) for t in _TOKEN.findall(sketch) if t.startswith("[")]
     if not phrases:
         return instruction
-    tokens = list(re.finditer(r"[\w']+", instruction))
+    tokens = list(_WORD.finditer(instruction))
     low = [t.group().lower() for t in tokens]
     blank = [False] * len(tokens)
     for words_ in phrases:
@@ -1388,7 +1389,7 @@ def widen_to_layer_heads(
         head_start, head_end = part[0] + last[0], part[0] + last[1]
         head = instruction[head_start:head_end].lower()
         labels = set(words.layer_words.get(head) or words.layer_words.get(head.rstrip("s")) or ())
-        gap = re.findall(r"[\w']+", instruction[head_end:start].lower())
+        gap = _WORD.findall(instruction[head_end:start].lower())
         if not labels or labels & set(labels_of(inner)) or len(gap) > 3 or not set(gap) <= gap_words:
             continue
         rest = instruction[end : part[1]]
