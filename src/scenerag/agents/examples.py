@@ -1,10 +1,11 @@
 """Worked examples for few-shot prompting: (question -> Cypher) and (instruction -> Cypher + goal sketch) pairs
 generated from the *live* graph, plus user-supplied ones, and the retrieval of the k most similar.
 
-Templates are written against roles, not names: the region label (``Room``), the leaf label (``Object``),
-the place layer between them and each layer's ``*_CONNECTED`` type come from the schema; classes, symbols
-and coordinates are the graph's own. So the library works on any scene graph whose schema has those roles,
-and every generated query is one that runs on it (:meth:`ExampleLibrary.validate` checks).
+Templates are the language's (words files ``examples-<lang>.yaml``, ``<lang>.yaml``) and are written against
+roles, not names: the region label (``Room``), the leaf label (``Object``), the place layer between them and
+each layer's ``*_CONNECTED`` type come from the schema; classes, symbols and coordinates are the graph's own
+(:func:`_qa_slots`). So the library works on any scene graph whose schema has those roles, and every
+generated query is one that runs on it (:meth:`ExampleLibrary.validate` checks).
 
 User examples (YAML): ``examples: [{question: ..., cypher: ..., goal: ...}]``; ``goal`` marks an
 instruction example (PDDL task).
@@ -264,517 +265,229 @@ def _pick(items: Sequence[Any], i: int, default: Any) -> Any:
 
 
 def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExample]:
-    """Template examples instantiated with ``store``'s graph (QA and instruction examples)."""
+    """Template examples instantiated with ``store``'s graph: the language's question templates (words file
+    ``qa_examples``) filled with :func:`_qa_slots`, those naming a slot the graph has no value for left out,
+    then its instruction templates."""
     roles = GraphRoles.from_schema(schema)
     if not roles.leaf:
         return []
     v = _values(store, roles)
-    OB, R, P = roles.leaf, roles.region, roles.place
-    c1, c2, c3 = _pick(v.classes, 0, "chair"), _pick(v.classes, 1, "table"), _pick(v.classes, 2, "lamp")
-    cs = v.singleton_class or c3
-    o1, _, p1 = _pick(v.leaves, 3, ("O1", c1, (0.0, 0.0, 0.0)))
-    o2, _, _ = _pick(v.leaves, 11, ("O2", c2, (1.0, 0.0, 0.0)))
-    x, y, z = (round(t + d, 1) for t, d in zip(p1, (0.6, -0.4, 0.2), strict=True))
-    rv = _var_name(cs)  # the reference node named after its class: small models then filter the right node
-    ex: list[tuple[str, str]] = [
-        (f"How many {OB.lower()}s are there?", f"MATCH (o:{OB}) RETURN count(o)"),
-        (f"How many {_plural(c1)} are there?", f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN count(o)"),
-        (f"List all the {_plural(c2)}.", f"MATCH (o:{OB} {{class: '{c2}'}}) RETURN o.nodeSymbol"),
-        (f"Is there a {cs}? Which one?", f"MATCH (o:{OB} {{class: '{cs}'}}) RETURN o.nodeSymbol"),
-        (f"What kinds of {OB.lower()}s are there?", f"MATCH (o:{OB}) RETURN DISTINCT o.class"),
-        (
-            f"What is the most common kind of {OB.lower()}?",
-            f"MATCH (o:{OB}) WITH o.class AS c, count(o) AS n ORDER BY n DESC LIMIT 1 RETURN c",
-        ),
-        (
-            f"Which kinds of {OB.lower()} appear only once?",
-            f"MATCH (o:{OB}) WITH o.class AS c, count(o) AS n WHERE n = 1 RETURN c",
-        ),
-        (
-            f"Are there more {_plural(c1)} or more {_plural(c2)}?",
-            f"MATCH (o:{OB}) WHERE o.class IN ['{c1}', '{c2}'] WITH o.class AS c, count(o) AS n "
-            "ORDER BY n DESC LIMIT 1 RETURN c",
-        ),
-        (f"How many {OB.lower()}s of each class are there?", f"MATCH (o:{OB}) RETURN o.class, count(o)"),
-        (f"What is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.class"),
-        (f"Where is {o2}?", f"MATCH (o:{OB} {{nodeSymbol: '{o2}'}}) RETURN o.center"),
-        (f"Where are the {_plural(c3)}?", f"MATCH (o:{OB} {{class: '{c3}'}}) RETURN o.center"),
-        (
-            f"What is the average height of the {_plural(c1)}?",
-            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN avg(o.center.z)",
-        ),
-        (
-            f"How far is {o1} from {o2}?",
-            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB} {{nodeSymbol: '{o2}'}}) "
-            "RETURN point.distance(a.center, b.center)",
-        ),
-        (
-            f"Which {OB.lower()} is closest to {o1}?",
-            f"MATCH (x:{OB}), (ref:{OB} {{nodeSymbol: '{o1}'}}) WHERE x <> ref "
-            "RETURN x.nodeSymbol ORDER BY point.distance(x.center, ref.center) LIMIT 1",
-        ),
-        (
-            f"Which {c2} is nearest to the {cs}?",
-            f"MATCH (x:{OB} {{class: '{c2}'}}), ({rv}:{OB} {{class: '{cs}'}}) "
-            f"RETURN x.nodeSymbol ORDER BY point.distance(x.center, {rv}.center) LIMIT 1",
-        ),
-        (
-            f"Which {c1} is farthest from the origin?",
-            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol "
-            "ORDER BY point.distance(o.center, point({x: 0, y: 0, z: 0})) DESC LIMIT 1",
-        ),
-        (
-            f"Which {OB.lower()}s are within 3 meters of {o2}?",
-            f"MATCH (x:{OB}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref AND "
-            "point.distance(x.center, ref.center) < 3 RETURN x.nodeSymbol",
-        ),
-        (
-            f"Which {OB.lower()}s are within 4 m of x: {x}, y: {y}, z: {z}?",
-            f"MATCH (o:{OB}) WHERE point.distance(o.center, point({{x: {x}, y: {y}, z: {z}}})) < 4 "
-            "RETURN o.nodeSymbol",
-        ),
-        (
-            f"How many {_plural(c2)} are near the {cs}, within 5 meters?",
-            f"MATCH (x:{OB} {{class: '{c2}'}}), ({rv}:{OB} {{class: '{cs}'}}) WHERE "
-            f"point.distance(x.center, {rv}.center) < 5 RETURN count(DISTINCT x)",
-        ),
-    ]
-    o3, _, _ = _pick(v.leaves, 17, ("O3", c3, (0.0, 1.0, 0.0)))
-    heights = sorted(p[2] for _, _, p in v.leaves) or [1.0]
-    high = round(heights[(3 * len(heights)) // 4], 1)  # a height some leaves are above
-    ex += [
-        (
-            f"What is the closest thing to the {cs}?",
-            f"MATCH (x:{OB}), ({rv}:{OB} {{class: '{cs}'}}) WHERE x <> {rv} "
-            f"RETURN x.nodeSymbol ORDER BY point.distance(x.center, {rv}.center) LIMIT 1",
-        ),
-        (
-            f"What is within 2 meters of the {cs}?",
-            f"MATCH (x:{OB}), ({rv}:{OB} {{class: '{cs}'}}) WHERE x <> {rv} AND "
-            f"point.distance(x.center, {rv}.center) < 2 RETURN x.nodeSymbol",
-        ),
-        (
-            f"How far is the {cs} from the nearest {c2}?",
-            f"MATCH (a:{OB} {{class: '{cs}'}}), (b:{OB} {{class: '{c2}'}}) "
-            "RETURN min(point.distance(a.center, b.center))",
-        ),
-        (
-            f"Is {o1} closer to {o2} or to {o3}?",
-            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b.nodeSymbol IN ['{o2}', '{o3}'] "
-            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
-        ),
-        (
-            f"Which {c1} is the highest up?",
-            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1",
-        ),
-        (
-            f"Which {OB.lower()} is the lowest?",
-            f"MATCH (o:{OB}) RETURN o.nodeSymbol ORDER BY o.center.z ASC LIMIT 1",
-        ),
-        (
-            f"Which {OB.lower()}s are more than {high} m above the floor?",
-            f"MATCH (o:{OB}) WHERE o.center.z > {high} RETURN o.nodeSymbol",
-        ),
-    ]
-    if roles.has_bbox:
-        ex.append(
-            (
-                f"Which {OB.lower()} has the largest bounding box height?",
-                f"MATCH (o:{OB}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1",
-            )
-        )
-    if roles.has_bbox:
-        ex.append((f"How big is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.bbox_dim"))
-        ex.append((f"How tall is the {cs}?", f"MATCH (o:{OB} {{class: '{cs}'}}) RETURN o.bbox_dim[2]"))
-        ex.append(
-            (
-                f"Which is the tallest {c1}?",
-                f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN o.nodeSymbol ORDER BY o.bbox_dim[2] DESC LIMIT 1",
-            )
-        )
-        if len(v.singleton_classes) > 1:  # two things named by their classes, one node each
-            s1, s2 = v.singleton_classes[:2]
-            ex.append(
-                (
-                    f"Which one is taller, the {s1} or the {s2}?",
-                    f"MATCH (o:{OB}) WHERE o.class IN ['{s1}', '{s2}'] RETURN o.nodeSymbol "
-                    "ORDER BY o.bbox_dim[2] DESC LIMIT 1",
-                )
-            )
-        ex.append(  # volume: the product of the box's sides
-            (
-                f"Which has the bigger bounding-box volume, {o1} or {o2}?",
-                f"MATCH (o:{OB}) WHERE o.nodeSymbol IN ['{o1}', '{o2}'] RETURN o.nodeSymbol "
-                "ORDER BY o.bbox_dim[0] * o.bbox_dim[1] * o.bbox_dim[2] DESC LIMIT 1",
-            )
-        )
-    if R:
-        r1, r2 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2")
-        rc1 = _pick(v.region_classes, 0, None)
-        rc2 = _pick(v.region_classes, 1, None)
-        rl = R.lower()
-        contains = f"(r:{R})-[:CONTAINS*]->(o:{OB})"
-        ex += [
-            (f"How many {rl}s are there?", f"MATCH (r:{R}) RETURN count(r)"),
-            (
-                f"How many {OB.lower()}s are in {rl} {r1}?",
-                f"MATCH (r:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(o:{OB}) RETURN count(DISTINCT o)",
-            ),
-            (
-                f"Which {_plural(c1)} are in {r2}?",
-                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) "
-                "RETURN DISTINCT o.nodeSymbol",
-            ),
-            (
-                f"Which {rl} is {o2} in?",
-                f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN DISTINCT r.nodeSymbol",
-            ),
-            (
-                f"In which {rl} is the {cs}?",
-                f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{cs}'}}) RETURN DISTINCT r.nodeSymbol",
-            ),
-            (
-                f"Which {rl} has the most {OB.lower()}s?",
-                f"MATCH {contains} WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol",
-            ),
-            (
-                f"Which two {rl}s have the fewest {OB.lower()}s?",
-                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB}) WITH r, count(DISTINCT o) AS n "
-                "ORDER BY n ASC LIMIT 2 RETURN r.nodeSymbol",
-            ),
-            (
-                f"Which {rl} has the most {_plural(c2)}?",
-                f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c2}'}}) WITH r, count(DISTINCT o) AS n "
-                "ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol",
-            ),
-            (
-                f"How many {OB.lower()}s does each {rl} have?",
-                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB}) RETURN r.nodeSymbol, count(DISTINCT o)",
-            ),
-            (
-                f"Which {rl}s have no {c3}?",
-                f"MATCH (r:{R}) WHERE NOT EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c3}'}}) }} "
-                "RETURN r.nodeSymbol",
-            ),
-            (
-                f"Which {rl}s contain both a {c1} and a {c2}?",
-                f"MATCH (r:{R}) WHERE EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c1}'}}) }} AND "
-                f"EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c2}'}}) }} RETURN r.nodeSymbol",
-            ),
-            (
-                f"Which {rl}s have more {OB.lower()}s than average?",
-                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB}) WITH r, count(DISTINCT o) AS n "
-                "WITH collect({s: r.nodeSymbol, n: n}) AS rows, avg(n) AS mean UNWIND rows AS row "
-                "WITH row, mean WHERE row.n > mean RETURN row.s",
-            ),
-            (
-                f"Which {OB.lower()}s are in the same {rl} as {o1}?",
-                f"MATCH (r:{R})-[:CONTAINS*]->(a:{OB} {{nodeSymbol: '{o1}'}}), (r)-[:CONTAINS*]->(b:{OB}) "
-                "WHERE b <> a RETURN DISTINCT b.nodeSymbol",
-            ),
-            (f"What is the center of {rl} {r2}?", f"MATCH (r:{R} {{nodeSymbol: '{r2}'}}) RETURN r.center"),
-            (
-                f"Which has more {_plural(c1)}, {r1} or {r2}?",
-                f"MATCH (r:{R}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] OPTIONAL MATCH (r)-[:CONTAINS*]->"
-                f"(o:{OB} {{class: '{c1}'}}) WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
-                "RETURN r.nodeSymbol",
-            ),
-            (
-                f"How many more {_plural(c2)} does {r1} have than {r2}?",
-                _two_counts(R, r1, r2, OB, c2, "-"),
-            ),
-            (
-                f"Are there more {_plural(c1)} in {r1} than in {r2}?",
-                _two_counts(R, r1, r2, OB, c1, ">"),
-            ),
-            (
-                f"How far apart are the two {_plural(c1)} in {r2}?",
-                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(a:{OB} {{class: '{c1}'}}), "
-                f"(r)-[:CONTAINS*]->(b:{OB} {{class: '{c1}'}}) WHERE a.nodeSymbol < b.nodeSymbol "
-                "RETURN point.distance(a.center, b.center)",
-            ),
-            (
-                f"How many {_plural(c3)} does each {rl} have, 0 if none?",
-                f"MATCH (r:{R}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
-                "RETURN r.nodeSymbol, count(DISTINCT o)",
-            ),
-        ]
-        if rc1:
-            ex += [
-                (
-                    f"What is in the {rc1}?",
-                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.nodeSymbol",
-                ),
-                (
-                    f"Which {_plural(c2)} are in the {rc1}?",
-                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c2}'}}) "
-                    "RETURN DISTINCT o.nodeSymbol",
-                ),
-                (
-                    f"How many {_plural(c1)} are in the {_plural(rc2 or rc1)}?",
-                    f"MATCH (r:{R} {{class: '{rc2 or rc1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) "
-                    "RETURN count(DISTINCT o)",
-                ),
-                (
-                    f"Which has more {_plural(c2)}, the {rc1} or the {rc2 or rc1}?",
-                    f"MATCH (r:{R}) WHERE r.class IN ['{rc1}', '{rc2 or rc1}'] OPTIONAL MATCH (r)-[:CONTAINS*]->"
-                    f"(o:{OB} {{class: '{c2}'}}) WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
-                    "RETURN r.nodeSymbol",
-                ),
-                (
-                    f"Which has more {_plural(c3)}, the {rc1} or {rl} {r2}?",
-                    f"MATCH (r:{R}) WHERE r.class = '{rc1}' OR r.nodeSymbol = '{r2}' OPTIONAL MATCH (r)-[:CONTAINS*]->"
-                    f"(o:{OB} {{class: '{c3}'}}) WITH r, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 "
-                    "RETURN r.nodeSymbol",
-                ),
-                (
-                    f"Which {OB.lower()}s are within 2 m of the {c1} in the {rc1}?",
-                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->({_var_name(c1)}:{OB} {{class: '{c1}'}}), "
-                    f"(x:{OB}) WHERE x <> {_var_name(c1)} AND point.distance(x.center, {_var_name(c1)}.center) < 2 "
-                    "RETURN DISTINCT x.nodeSymbol",
-                ),
-                (
-                    f"Is there a {c3} in the {rc1}?",
-                    f"OPTIONAL MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
-                    "RETURN count(o) > 0",
-                ),
-                (
-                    f"What kinds of things are in the {rc1}?",
-                    f"MATCH (r:{R} {{class: '{rc1}'}})-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
-                ),
-                (
-                    f"Which {rl}s are {_plural(rc2 or rc1)}?",
-                    f"MATCH (r:{R} {{class: '{rc2 or rc1}'}}) RETURN r.nodeSymbol",
-                ),
-            ]
-        if roles.region_link:
-            link = roles.region_link
-            pair = store.query(  # two regions with a common neighbour
-                f"MATCH (a:{R})-[:{link}]-(c:{R})-[:{link}]-(b:{R}) WHERE a.nodeSymbol < b.nodeSymbol "
-                "RETURN a.nodeSymbol AS a, b.nodeSymbol AS b ORDER BY a, b LIMIT 1"
-            ).rows
-            ra, rb = (str(pair[0]["a"]), str(pair[0]["b"])) if pair else (r1, r2)
-            ex += [
-                (
-                    f"Which {rl}s are adjacent to {r2}?",
-                    f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}]-(b:{R}) RETURN DISTINCT b.nodeSymbol",
-                ),
-                (
-                    f"Which {rl} has the fewest neighboring {rl}s?",
-                    f"MATCH (a:{R}) OPTIONAL MATCH (a)-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n "
-                    "ORDER BY n ASC LIMIT 1 RETURN a.nodeSymbol",
-                ),
-                (
-                    f"Which {rl} is connected to the most other {rl}s?",
-                    f"MATCH (a:{R})-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n "
-                    "ORDER BY n DESC LIMIT 1 RETURN a.nodeSymbol",
-                ),
-                (
-                    f"How many {rl}-to-{rl} steps is the shortest way from {r1} to {r2}?",
-                    f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
-                    f"MATCH p = shortestPath((a)-[:{link}*..10]-(b)) RETURN length(p)",
-                ),
-                (
-                    f"Which pairs of {rl}s are directly connected?",
-                    f"MATCH (a:{R})-[:{link}]-(b:{R}) WHERE a.nodeSymbol < b.nodeSymbol "
-                    "RETURN a.nodeSymbol, b.nodeSymbol",
-                ),
-                (
-                    f"Which {rl}s are next to both {ra} and {rb}?",
-                    f"MATCH (a:{R} {{nodeSymbol: '{ra}'}})-[:{link}]-(c:{R})-[:{link}]-(b:{R} {{nodeSymbol: '{rb}'}}) "
-                    "RETURN DISTINCT c.nodeSymbol",
-                ),
-                (
-                    f"Which {rl}s can I get to from {r2} in at most two moves?",
-                    f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}*1..2]-(b:{R}) WHERE b <> a "
-                    "RETURN DISTINCT b.nodeSymbol",
-                ),
-                (
-                    f"Which {rl}s do I pass through on the shortest way from {r1} to {r2}, in order?",
-                    f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
-                    f"MATCH p = shortestPath((a)-[:{link}*..10]-(b)) RETURN [n IN nodes(p) | n.nodeSymbol]",
-                ),
-                (
-                    f"Is {r1} connected to {r2}?",
-                    f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R} {{nodeSymbol: '{r2}'}}) "
-                    f"RETURN EXISTS {{ MATCH (a)-[:{link}]-(b) }}",
-                ),
-            ]
-    if R and P:
-        pr = f"(r:{R})-[:CONTAINS*]->(p:{P})"
-        rcx = _pick(v.region_classes, 0, None)
-        ex += [
-            (
-                f"How many {P} nodes does {_pick(v.regions, 1, 'R2')} have?",
-                f"MATCH (r:{R} {{nodeSymbol: '{_pick(v.regions, 1, 'R2')}'}})-[:CONTAINS*]->(p:{P}) "
-                "RETURN count(DISTINCT p)",
-            ),
-            (
-                f"Which {R.lower()}s have the fewest {P} nodes?",
-                f"MATCH {pr} WITH r, count(DISTINCT p) AS n WITH collect({{s: r.nodeSymbol, n: n}}) AS rows, "
-                "min(n) AS m UNWIND rows AS row WITH row, m WHERE row.n = m RETURN row.s",
-            ),
-            (
-                f"Which {OB.lower()}s are not in any {R.lower()}?",
-                f"MATCH (o:{OB}) WHERE NOT EXISTS {{ MATCH (:{R})-[:CONTAINS*]->(o) }} RETURN o.nodeSymbol",
-            ),
-            (
-                f"How many {P} nodes belong to no {R.lower()}?",
-                f"MATCH (p:{P}) WHERE NOT EXISTS {{ MATCH (:{R})-[:CONTAINS*]->(p) }} RETURN count(p)",
-            ),
-        ]
-        if roles.leaf_in_place:  # counts with an existence condition
-            r2 = _pick(v.regions, 1, "R2")
-            ex += [
-                (
-                    f"On how many {P} nodes of {r2} is there at least one {OB.lower()}?",
-                    f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P}) "
-                    f"WHERE EXISTS {{ MATCH (p)-[:CONTAINS]->(:{OB}) }} RETURN count(DISTINCT p)",
-                ),
-                (
-                    f"How many {P} nodes of {r2} hold no {OB.lower()}s at all?",
-                    f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P}) "
-                    f"WHERE NOT EXISTS {{ MATCH (p)-[:CONTAINS]->(:{OB}) }} RETURN count(DISTINCT p)",
-                ),
-            ]
-        if rcx and len(v.region_classes) > 1:  # kinds in one class of region and in none of another
-            other = v.region_classes[1]
-            ex.append(
-                (
-                    f"What kinds of {OB.lower()}s are in the {rcx} but in none of the {_plural(other)}?",
-                    f"MATCH (:{R} {{class: '{other}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS "
-                    f"elsewhere MATCH (:{R} {{class: '{rcx}'}})-[:CONTAINS*]->(o:{OB}) WHERE NOT o.class IN "
-                    "elsewhere RETURN DISTINCT o.class",
-                )
-            )
-        if rcx:
-            ex.append(
-                (
-                    f"How many {P} nodes make up the {rcx}?",
-                    f"MATCH (r:{R} {{class: '{rcx}'}})-[:CONTAINS*]->(p:{P}) RETURN count(DISTINCT p)",
-                )
-            )
-    if P and roles.place_link:
-        pl, p0 = roles.place_link, _pick(v.places, 0, "P1")
-        p1 = _pick(v.places, -1, "P2")
-        ex.append(
-            (
-                f"How many hops is the shortest route from {P} {p0} to {P} {p1}?",
-                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}}), (b:{P} {{nodeSymbol: '{p1}'}}) "
-                f"MATCH s = shortestPath((a)-[:{pl}*..200]-(b)) RETURN length(s)",
-            )
-        )
-        ex.append(
-            (  # reachability: a breadth-first shortest path per node, none found = unreachable
-                f"Which {P} nodes can the robot not reach from {p0} along the {P} links?",
-                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}}), (b:{P}) WHERE b <> a "
-                f"OPTIONAL MATCH s = shortestPath((a)-[:{pl}*..200]-(b)) WITH b, s WHERE s IS NULL "
-                "RETURN b.nodeSymbol",
-            )
-        )
-        ex.append(
-            (  # components: each node's smallest reachable symbol stands for its piece of the graph
-                f"Into how many connected components do the {P} nodes and their links split?",
-                f"MATCH (a:{P}), (b:{P}) WHERE a = b OR shortestPath((a)-[:{pl}*..200]-(b)) IS NOT NULL "
-                "WITH a, min(b.nodeSymbol) AS root RETURN count(DISTINCT root)",
-            )
-        )
-        ex.append(
-            (
-                f"Which {P} has the most neighbouring {P} nodes?",
-                f"MATCH (a:{P})-[:{pl}]-(b:{P}) WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 "
-                "RETURN a.nodeSymbol",
-            )
-        )
-        ex.append(
-            (
-                f"Which {P} nodes have no neighbours?",
-                f"MATCH (a:{P}) WHERE NOT EXISTS {{ MATCH (a)-[:{pl}]-(:{P}) }} RETURN a.nodeSymbol",
-            )
-        )
-        ex.append(
-            (
-                f"How many {P} nodes are within 3 hops of {p0}, not counting {p0}?",
-                f"MATCH (a:{P} {{nodeSymbol: '{p0}'}})-[:{pl}*1..3]-(b:{P}) WHERE b <> a RETURN count(DISTINCT b)",
-            )
-        )
-        if roles.leaf_in_place:
-            ex.append(
-                (
-                    f"How many {OB.lower()}s are in {P} nodes within 4 hops of the {cs}'s {P}, other than the {cs}?",
-                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}*0..4]-(q:{P})-[:CONTAINS]->"
-                    f"(o:{OB}) WHERE o <> a RETURN count(DISTINCT o)",
-                )
-            )
-            ex.append(
-                (  # the place of an object, then that place's own links
-                    f"How many {P} nodes are directly connected to the {P} the {cs} is on?",
-                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}]-(q:{P}) WHERE q <> p "
-                    "RETURN count(DISTINCT q)",
-                )
-            )
-            ex.append(
-                (
-                    f"Which other {OB.lower()}s share a {P} with the {cs}?",
-                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:CONTAINS]->(b:{OB}) WHERE b <> a "
-                    "RETURN DISTINCT b.nodeSymbol",
-                )
-            )
-            ex.append(
-                (
-                    f"How many {pl} hops separate the {P} of the {cs} from the {P} of {o2}?",
-                    f"MATCH (a:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P}), (b:{OB} {{nodeSymbol: '{o2}'}})"
-                    f"<-[:CONTAINS]-(q:{P}) MATCH s = shortestPath((p)-[:{pl}*..50]-(q)) RETURN length(s)",
-                )
-            )
-            ex.append(
-                (
-                    f"Which {P} is the {cs} on?",
-                    f"MATCH (p:{P})-[:CONTAINS]->(o:{OB} {{class: '{cs}'}}) RETURN p.nodeSymbol",
-                )
-            )
-            ex.append(
-                (
-                    f"Which {P} is {o2} in?",
-                    f"MATCH (p:{P})-[:CONTAINS]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN p.nodeSymbol",
-                )
-            )
-    ex += _composed_examples(store, roles, v, cs=cs, c1=c1, c2=c2, o1=o1, o2=o2, o3=o3)
-    if roles.agent and roles.agent_link:
-        ex += _trajectory_examples(store, roles, OB, P)
-    if R and roles.region_size:
-        size, r1, rc = roles.region_size, _pick(v.regions, 0, "R1"), _pick(v.region_classes, 0, None)
-        rl = R.lower()
-        ex += [
-            (
-                f"Which {rl} is the largest?",
-                f"MATCH (r:{R}) RETURN r.nodeSymbol ORDER BY r.{size} DESC LIMIT 1",
-            ),
-            (f"How big is {rl} {r1}?", f"MATCH (r:{R} {{nodeSymbol: '{r1}'}}) RETURN r.{size}"),
-        ]
-        if rc:
-            ex.append(
-                (
-                    f"Which {rc.replace('_', ' ')} is the smallest?",
-                    f"MATCH (r:{R} {{class: '{rc}'}}) RETURN r.nodeSymbol ORDER BY r.{size} ASC LIMIT 1",
-                )
-            )
-    if R and roles.upper:
-        ex += _upper_layer_examples(store, roles, v, c1=c1, c2=c2, c3=c3, o2=o2)
-    ref = _reference_property(store, schema, OB)
-    if ref:
-        ex += _reference_examples(store, OB, ref)
-    if roles.part and roles.part_link:
-        ex += _part_examples(store, roles, v)
-    if roles.leaf_attribute:
-        ex += _attribute_examples(store, roles, cs=cs, o1=o1, c1=c1)
+    slots = _qa_slots(store, schema, roles, v)
+    ex = [(t["q"], t["cypher"]) for t in fill_templates(load_words().qa_examples, slots)]
     # a class that only repeats its label (every Object is class 'object') names nothing a user would say
     plain = {ont.layer_name(label) for label in schema.node_counts}
     hollow = [f"'{c}'" for c in [*v.classes, *v.region_classes] if c.lower() in plain]
     ex = [(q, c) for q, c in ex if not any(h in c for h in hollow)]
     out = [CypherExample(_layer_words(q, schema), c) for q, c in ex]
-    out += _instruction_examples(roles, v, o1=o1, o2=o2, c1=c1, c2=c2, c3=c3, cs=cs)
+    out += _instruction_examples(roles, v, **{k: slots[k] for k in ("o1", "o2", "c1", "c2", "c3", "cs")})
     return out
+
+
+def _qa_slots(store: GraphStore, schema: GraphSchema, roles: GraphRoles, v: _Values) -> dict[str, str]:
+    """The values the question templates are filled with, by slot (``examples-<lang>.yaml`` names them). A
+    slot is set only where the graph has what it stands for (``R`` where it has regions, ``bbox`` where its
+    leaves have boxes), so a template using it drops out elsewhere. ``roles.leaf`` must be set."""
+    return {
+        **_leaf_slots(roles, v),
+        **_region_slots(store, roles, v),
+        **_place_slots(roles, v),
+        **_trajectory_slots(store, roles),
+        **_reference_slots(store, schema, roles),
+        **_part_slots(store, roles),
+        **_attribute_slots(store, roles),
+    }
+
+
+def _leaf_slots(roles: GraphRoles, v: _Values) -> dict[str, str]:
+    """Slots of the leaf layer: its label, classes, symbols, a point and a height (every graph has these),
+    ``bbox`` where leaves have boxes and ``s1`` ``s2`` where two classes have one node each."""
+    OB = str(roles.leaf)
+    classes = v.classes or list(load_words().placeholder_classes)
+    c1, c2, c3 = (str(_pick(classes, i, "")) for i in range(3))
+    cs = v.singleton_class or c3
+    symbols = [s for s, _, _ in v.leaves]
+    o1, o2, o3 = _pick(symbols, 3, "O1"), _pick(symbols, 11, "O2"), _pick(symbols, 17, "O3")
+    p1 = _pick([p for _, _, p in v.leaves], 3, (0.0, 0.0, 0.0))
+    x, y, z = (round(t + d, 1) for t, d in zip(p1, (0.6, -0.4, 0.2), strict=True))
+    heights = sorted(p[2] for _, _, p in v.leaves) or [1.0]
+    high = round(heights[(3 * len(heights)) // 4], 1)  # a height some leaves are above
+    slots = {
+        "OB": OB,
+        "ob": OB.lower(),
+        "c1": c1,
+        "c2": c2,
+        "c3": c3,
+        "cs": cs,
+        "c1_pl": _plural(c1),
+        "c2_pl": _plural(c2),
+        "c3_pl": _plural(c3),
+        "cs_name": cs.replace("_", " "),
+        # a reference node named after its class: small models then filter the right node
+        "cs_var": _var_name(cs),
+        "c1_var": _var_name(c1),
+        "o1": o1,
+        "o2": o2,
+        "o3": o3,
+        "x": str(x),
+        "y": str(y),
+        "z": str(z),
+        "high": str(high),
+    }
+    if roles.has_bbox:
+        slots["bbox"] = ont.BBOX_DIM_KEY
+    if len(v.singleton_classes) > 1:  # two things named by their classes, one node each
+        slots["s1"], slots["s2"] = v.singleton_classes[:2]
+    return slots
+
+
+def _region_slots(store: GraphStore, roles: GraphRoles, v: _Values) -> dict[str, str]:
+    """Slots of the region layer (empty where the graph has none): its label and symbols, its classes (or
+    ``r_unclassed`` where it has none), its links, its size and the layer above it."""
+    R = roles.region
+    if not R:
+        return {}
+    r1, r2 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2")
+    slots = {"R": R, "rl": R.lower(), "r1": r1, "r2": r2, "r3": _pick(v.regions, 2, "R3")}
+    if v.region_classes:
+        rc1, rc2 = v.region_classes[0], _pick(v.region_classes, 1, None)
+        slots |= {"rc1": rc1, "rc2": rc2, "rc1_name": rc1.replace("_", " ")}
+        slots |= {"rc1_pl": _plural(rc1), "rc2_pl": _plural(rc2)}
+        if len(v.region_classes) > 1:
+            other = v.region_classes[1]
+            slots |= {"rc_other": other, "rc_other_pl": _plural(other)}
+    else:
+        slots["r_unclassed"] = r2
+    link = roles.region_link
+    if link:
+        rows = store.query(  # a region between two others
+            f"MATCH (a:{R})-[:{link}]-(c:{R})-[:{link}]-(b:{R}) WHERE a.nodeSymbol < b.nodeSymbol "
+            "RETURN a.nodeSymbol AS a, b.nodeSymbol AS b, c.nodeSymbol AS c ORDER BY a, b, c LIMIT 1"
+        ).rows
+        ra, rb, rm = (str(rows[0][k]) for k in "abc") if rows else (r1, r2, "R3")
+        slots |= {"rlink": link, "ra": ra, "rb": rb, "rm": rm}
+    if roles.region_size:
+        slots["size"] = roles.region_size
+    return slots | _upper_slots(store, roles)
+
+
+def _upper_slots(store: GraphStore, roles: GraphRoles) -> dict[str, str]:
+    """Slots of the layer that holds the regions (a building's floors): its label and its first and last
+    node; empty where the graph has no such layer."""
+    U = roles.upper
+    if not U or not roles.region:
+        return {}
+    levels = "level" in store.schema().node_properties.get(U, {})
+    order = "f.level, f.nodeSymbol" if levels else "f.nodeSymbol"
+    rows = store.query(f"MATCH (f:`{U}`) RETURN f.nodeSymbol AS s ORDER BY {order}", max_rows=50).rows
+    floors = [str(r["s"]) for r in rows if r.get("s")]
+    if not floors:
+        return {}
+    return {"U": U, "ul": U.lower(), "f0": floors[0], "f1": floors[-1]}
+
+
+def _place_slots(roles: GraphRoles, v: _Values) -> dict[str, str]:
+    """Slots of the place layer (empty where the graph has none): its label, ``holds_leaf`` where places
+    hold leaves, and its links with two place symbols."""
+    P = roles.place
+    if not P:
+        return {}
+    slots = {"P": P}
+    if roles.leaf_in_place:
+        slots["holds_leaf"] = ont.CONTAINS
+    if roles.place_link:
+        slots |= {"pl": roles.place_link, "p1": _pick(v.places, 0, "P1"), "p2": _pick(v.places, -1, "P2")}
+    return slots
+
+
+def _trajectory_slots(store: GraphStore, roles: GraphRoles) -> dict[str, str]:
+    """Slots of the robot's trajectory (poses chained by ``*_CONNECTED``): its label, edge type and last
+    pose, and ``holds_agent`` where places hold poses; empty where the graph has none."""
+    A, al = roles.agent, roles.agent_link
+    if not A or not al:
+        return {}
+    rows = store.query(
+        f"MATCH (a:{A}) RETURN a.nodeSymbol AS s ORDER BY a.nodeSymbol DESC LIMIT 1", max_rows=1
+    ).rows
+    slots = {"A": A, "agent": A.lower(), "al": al, "last": str(rows[0]["s"]) if rows else "a1"}
+    if roles.place and roles.agent_in_place:
+        slots["holds_agent"] = ont.CONTAINS
+    return slots
+
+
+def _reference_slots(store: GraphStore, schema: GraphSchema, roles: GraphRoles) -> dict[str, str]:
+    """Slots of a leaf property that names another node (what stands on what), with the pair of classes it
+    joins most often in this graph; empty where leaves have no such property."""
+    OB = roles.leaf
+    ref = _reference_property(store, schema, OB)
+    if not ref:
+        return {}
+    rows = store.query(
+        f"MATCH (o:`{OB}`), (t:`{OB}`) WHERE o.`{ref}` = t.nodeSymbol RETURN o.class AS oc, t.class AS tc, "
+        "count(*) AS n, min(t.nodeSymbol) AS t ORDER BY n DESC, oc, tc LIMIT 1"
+    ).rows
+    if not rows or not rows[0].get("tc"):
+        return {}
+    oc, tc, tsym = str(rows[0]["oc"]), str(rows[0]["tc"]), str(rows[0]["t"])
+    return {
+        "ref_key": ref,
+        "ref_word": ref.replace("_", " "),
+        "ref_sym": tsym,
+        "ref_cls": oc,
+        "ref_cls_pl": _plural(oc),
+        "ref_cls_name": oc.replace("_", " "),
+        "ref_target": tc,
+        "ref_target_pl": _plural(tc),
+        "ref_target_name": tc.replace("_", " "),
+        "ref_target_var": _var_name(tc),
+    }
+
+
+def _part_slots(store: GraphStore, roles: GraphRoles) -> dict[str, str]:
+    """Slots of the parts of leaves (handles, knobs on objects) through their edge type, with the pair of
+    classes it joins most often; empty where leaves have no parts."""
+    OB, PT, link = roles.leaf, roles.part, roles.part_link
+    if not PT or not link:
+        return {}
+    rows = store.query(
+        f"MATCH (o:`{OB}`)-[:`{link}`]->(e:`{PT}`) RETURN o.class AS oc, e.class AS pc, count(*) AS n, "
+        "min(o.nodeSymbol) AS o, min(e.nodeSymbol) AS e ORDER BY n DESC, oc, pc LIMIT 1"
+    ).rows
+    if not rows or not rows[0].get("pc"):
+        return {}
+    oc, pc, osym, esym = (str(rows[0][k]) for k in ("oc", "pc", "o", "e"))
+    return {
+        "PT": PT,
+        "part_link": link,
+        "part_cls": pc,
+        "part_pl": _plural(pc),
+        "part_sym": esym,
+        "part_owner": osym,
+        "owner_cls": oc,
+        "owner_cls_pl": _plural(oc),
+        "owner_cls_name": oc.replace("_", " "),
+    }
+
+
+def _attribute_slots(store: GraphStore, roles: GraphRoles) -> dict[str, str]:
+    """Slots of a listed property of leaves (colour): its most common value with the class that has it;
+    empty where leaves have none."""
+    OB, key = roles.leaf, roles.leaf_attribute
+    if not key:
+        return {}
+    rows = store.query(
+        f"MATCH (o:`{OB}`) WHERE o.`{key}` IS NOT NULL RETURN o.class AS c, o.`{key}` AS a, count(*) AS n "
+        "ORDER BY n DESC, c, a LIMIT 1"
+    ).rows
+    if not rows:
+        return {}
+    ca, val = str(rows[0]["c"]), str(rows[0]["a"])
+    return {
+        "attr_key": key,
+        "attr_word": key.replace("_", " "),
+        "attr_val": val,
+        "attr_cls": ca,
+        "attr_cls_pl": _plural(ca),
+    }
 
 
 def _layer_words(question: str, schema: GraphSchema) -> str:
@@ -787,375 +500,6 @@ def _layer_words(question: str, schema: GraphSchema) -> str:
         question = re.sub(rf"\b{label} nodes\b", _plural(word), question)
         question = re.sub(rf"\b{label}\b", word, question)
     return question
-
-
-def _composed_examples(store: GraphStore, roles: GraphRoles, v: _Values, **n: str) -> list[tuple[str, str]]:
-    """Two-step questions: a node found by one condition (the room with the most X, the room holding Y,
-    the rooms next to Z, the place under W, the nearest V) and then asked about. Small models write each
-    step alone but rarely chain them unshown."""
-    OB, R, P = roles.leaf, roles.region, roles.place
-    cs, c1, c2, o1, o2, o3 = n["cs"], n["c1"], n["c2"], n["o1"], n["o2"], n["o3"]
-    ex: list[tuple[str, str]] = [
-        (
-            f"Which is farther from {o1}: the {cs} or {o3}?",
-            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b.class = '{cs}' OR b.nodeSymbol = '{o3}' "
-            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) DESC LIMIT 1",
-        ),
-        (
-            f"Is {o1} closer to the {cs} or to {o3}?",
-            f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB}) WHERE b.class = '{cs}' OR b.nodeSymbol = '{o3}' "
-            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) ASC LIMIT 1",
-        ),
-        (
-            f"Which one is higher up, {o1} or {o3}?",
-            f"MATCH (o:{OB}) WHERE o.nodeSymbol IN ['{o1}', '{o3}'] RETURN o.nodeSymbol ORDER BY o.center.z DESC LIMIT 1",
-        ),
-    ]
-    if not R:
-        return ex
-    rl = R.lower()
-    r1, r2, r3 = _pick(v.regions, 0, "R1"), _pick(v.regions, 1, "R2"), _pick(v.regions, 2, "R3")
-    ex += [
-        (
-            f"How many {_plural(c2)} are in the {rl} with the most {_plural(c1)}?",
-            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) WITH r, count(DISTINCT o) AS n "
-            f"ORDER BY n DESC LIMIT 1 MATCH (r)-[:CONTAINS*]->(x:{OB} {{class: '{c2}'}}) RETURN count(DISTINCT x)",
-        ),
-        (  # several named regions at once (a first step's answer, "R2 and R5"): one count over all
-            f"How many {_plural(c1)} are in {r1} and {r2}?",
-            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] "
-            "RETURN count(DISTINCT o)",
-        ),
-        (
-            f"What kinds of {OB.lower()}s are in {r1} and {r2}?",
-            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB}) WHERE r.nodeSymbol IN ['{r1}', '{r2}'] RETURN DISTINCT o.class",
-        ),
-        (  # which of two regions is nearer a third: centers
-            f"Which is closer to {r1}, {r2} or {r3}?",
-            f"MATCH (a:{R} {{nodeSymbol: '{r1}'}}), (b:{R}) WHERE b.nodeSymbol IN ['{r2}', '{r3}'] "
-            "RETURN b.nodeSymbol ORDER BY point.distance(a.center, b.center) LIMIT 1",
-        ),
-        (  # a kind in both: the second region's kinds among the first's
-            f"What kinds of {OB.lower()}s are in both {r1} and {r2}?",
-            f"MATCH (a:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS kinds "
-            f"MATCH (b:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(o:{OB}) WHERE o.class IN kinds "
-            "RETURN DISTINCT o.class",
-        ),
-        (  # a kind in one and not the other: the kinds to leave out are collected first
-            f"What kinds of {OB.lower()}s are in {r1} but not in {r2}?",
-            f"MATCH (b:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(x:{OB}) WITH collect(DISTINCT x.class) AS kinds "
-            f"MATCH (a:{R} {{nodeSymbol: '{r1}'}})-[:CONTAINS*]->(o:{OB}) WHERE NOT o.class IN kinds "
-            "RETURN DISTINCT o.class",
-        ),
-        (  # the same region as a named node: the region stays bound from one pattern to the next
-            f"Which other {OB.lower()}s are in the same {rl} as {o1}?",
-            f"MATCH (r:{R})-[:CONTAINS*]->(x:{OB} {{nodeSymbol: '{o1}'}}) MATCH (r)-[:CONTAINS*]->(o:{OB}) "
-            "WHERE o <> x RETURN DISTINCT o.nodeSymbol",
-        ),
-        (  # counted per node over the regions that hold it
-            f"Which {OB.lower()}s are in more than one {rl}?",
-            f"MATCH (r:{R})-[:CONTAINS*]->(o:{OB}) WITH o, count(DISTINCT r) AS n WHERE n > 1 RETURN o.nodeSymbol",
-        ),
-        (
-            f"Which {rl} is the {c1} nearest to {o2} in?",
-            f"MATCH (x:{OB} {{class: '{c1}'}}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref "
-            f"WITH x ORDER BY point.distance(x.center, ref.center) LIMIT 1 "
-            f"MATCH (r:{R})-[:CONTAINS*]->(x) RETURN DISTINCT r.nodeSymbol",
-        ),
-        (
-            f"Which {rl} holds the {c2} farthest from the {cs}?",
-            f"MATCH (x:{OB} {{class: '{c2}'}}), (ref:{OB} {{class: '{cs}'}}) WHERE x <> ref "
-            f"WITH x ORDER BY point.distance(x.center, ref.center) DESC LIMIT 1 "
-            f"MATCH (r:{R})-[:CONTAINS*]->(x) RETURN DISTINCT r.nodeSymbol",
-        ),
-        (
-            f"What kinds of {OB.lower()}s are in the {rl} that {o2} is in?",
-            f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{nodeSymbol: '{o2}'}}) WITH DISTINCT r "
-            f"MATCH (r)-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
-        ),
-        (
-            f"Which {rl}s have a {c1} but no {c2}?",
-            f"MATCH (r:{R}) WHERE EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c1}'}}) }} "
-            f"AND NOT EXISTS {{ MATCH (r)-[:CONTAINS*]->(:{OB} {{class: '{c2}'}}) }} RETURN r.nodeSymbol",
-        ),
-        (
-            f"How many {OB.lower()}s are in the {rl} where the {cs} is?",
-            f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{class: '{cs}'}}) WITH DISTINCT r "
-            f"MATCH (r)-[:CONTAINS*]->(o:{OB}) RETURN count(DISTINCT o)",
-        ),
-    ]
-    if P:
-        ex += [
-            (
-                f"How many {_plural(c1)} are in the {rl} made of the most {P} nodes?",
-                f"MATCH (r:{R})-[:CONTAINS*]->(p:{P}) WITH r, count(DISTINCT p) AS n ORDER BY n DESC LIMIT 1 "
-                f"MATCH (r)-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) RETURN count(DISTINCT o)",
-            ),
-            (
-                f"How many {P} nodes does the {rl} with the {cs} have?",
-                f"MATCH (r:{R})-[:CONTAINS*]->(:{OB} {{class: '{cs}'}}) WITH DISTINCT r "
-                f"MATCH (r)-[:CONTAINS*]->(p:{P}) RETURN count(DISTINCT p)",
-            ),
-        ]
-    if P and roles.leaf_in_place:
-        ex += [
-            (
-                f"Which {P} in {r2} has the most {OB.lower()}s on it?",
-                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P})-[:CONTAINS]->(o:{OB}) "
-                "WITH p, count(DISTINCT o) AS n ORDER BY n DESC LIMIT 1 RETURN p.nodeSymbol",
-            ),
-            (
-                f"Which {P} is the {c1} nearest to {o2} on?",
-                f"MATCH (x:{OB} {{class: '{c1}'}}), (ref:{OB} {{nodeSymbol: '{o2}'}}) WHERE x <> ref "
-                f"WITH x ORDER BY point.distance(x.center, ref.center) LIMIT 1 "
-                f"MATCH (p:{P})-[:CONTAINS]->(x) RETURN p.nodeSymbol",
-            ),
-            (
-                f"Are {o1} and {o2} on the same {P}?",
-                f"MATCH (a:{OB} {{nodeSymbol: '{o1}'}}), (b:{OB} {{nodeSymbol: '{o2}'}}) "
-                f"RETURN EXISTS {{ MATCH (a)<-[:CONTAINS]-(:{P})-[:CONTAINS]->(b) }}",
-            ),
-            (  # a large object spans several places
-                f"Which {_plural(c1)} in {r2} sit on more than one {P}?",
-                f"MATCH (r:{R} {{nodeSymbol: '{r2}'}})-[:CONTAINS*]->(p:{P})-[:CONTAINS]->(o:{OB} {{class: '{c1}'}}) "
-                "WITH o, count(DISTINCT p) AS n WHERE n > 1 RETURN o.nodeSymbol",
-            ),
-        ]
-        if roles.place_link:
-            pl = roles.place_link
-            ex += [
-                (
-                    f"Which {P} nodes are next to the {P} the {cs} is on?",
-                    f"MATCH (:{OB} {{class: '{cs}'}})<-[:CONTAINS]-(p:{P})-[:{pl}]-(q:{P}) WHERE q <> p "
-                    "RETURN DISTINCT q.nodeSymbol",
-                ),
-                (
-                    f"How many hops from the {P} under {o1} to the {P} under {o3}?",
-                    f"MATCH (:{OB} {{nodeSymbol: '{o1}'}})<-[:CONTAINS]-(p:{P}), (:{OB} {{nodeSymbol: '{o3}'}})"
-                    f"<-[:CONTAINS]-(q:{P}) MATCH s = shortestPath((p)-[:{pl}*..50]-(q)) RETURN length(s)",
-                ),
-            ]
-    link = roles.region_link
-    if link:
-        rows = store.query(  # a region between two others: routes around it
-            f"MATCH (a:{R})-[:{link}]-(c:{R})-[:{link}]-(b:{R}) WHERE a.nodeSymbol < b.nodeSymbol "
-            "RETURN a.nodeSymbol AS a, b.nodeSymbol AS b, c.nodeSymbol AS c ORDER BY a, b, c LIMIT 1"
-        ).rows
-        ra, rb, rc = (str(rows[0][k]) for k in "abc") if rows else (r1, r2, "R3")
-        rcls = _pick(v.region_classes, 0, None)
-        near = f"the {rcls}" if rcls else r2
-        where = f"{{class: '{rcls}'}}" if rcls else f"{{nodeSymbol: '{r2}'}}"
-        ex += [
-            (
-                f"How many {_plural(c1)} are in the {rl}s next to {r2}?",
-                f"MATCH (a:{R} {{nodeSymbol: '{r2}'}})-[:{link}]-(r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) "
-                "RETURN count(DISTINCT o)",
-            ),
-            (
-                f"What kinds of {OB.lower()}s are in the {rl}s next to {near}?",
-                f"MATCH (a:{R} {where})-[:{link}]-(r:{R})-[:CONTAINS*]->(o:{OB}) RETURN DISTINCT o.class",
-            ),
-            (
-                f"Which {rl}s connect to only one other {rl}?",
-                f"MATCH (a:{R})-[:{link}]-(b:{R}) WITH a, count(DISTINCT b) AS n WHERE n = 1 RETURN a.nodeSymbol",
-            ),
-            (
-                f"Can I get from {ra} to {rb} without going through {rc}?",
-                f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}) RETURN EXISTS {{ "
-                f"MATCH p = (a)-[:{link}*1..6]-(b) WHERE NONE(x IN nodes(p) WHERE x.nodeSymbol = '{rc}') }}",
-            ),
-            (
-                f"How many different shortest routes are there from {ra} to {rb}?",
-                f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}) "
-                f"MATCH p = allShortestPaths((a)-[:{link}*..10]-(b)) RETURN count(p)",
-            ),
-            (  # a region on every route between two others (no route avoids it)
-                f"Which {rl} does every route from {ra} to {rb} pass through?",
-                f"MATCH (a:{R} {{nodeSymbol: '{ra}'}}), (b:{R} {{nodeSymbol: '{rb}'}}), (m:{R}) WHERE m <> a AND "
-                f"m <> b AND NOT EXISTS {{ MATCH p = (a)-[:{link}*1..6]-(b) WHERE NONE(x IN nodes(p) WHERE x = m) }} "
-                "RETURN m.nodeSymbol",
-            ),
-            (
-                f"Which {rl}s have no direct connection to {rc}?",
-                f"MATCH (a:{R} {{nodeSymbol: '{rc}'}}), (b:{R}) WHERE b <> a AND NOT EXISTS {{ MATCH (a)-[:{link}]-(b) }} "
-                "RETURN b.nodeSymbol",
-            ),
-        ]
-        if P and roles.place_link:
-            pl = roles.place_link
-            ex += [
-                (  # a place's links counted inside one region
-                    f"Inside {rc}, which {P} has the most direct links to other {P} nodes?",
-                    f"MATCH (r:{R} {{nodeSymbol: '{rc}'}})-[:CONTAINS*]->(a:{P})-[:{pl}]-(b:{P}) "
-                    "WITH a, count(DISTINCT b) AS n ORDER BY n DESC LIMIT 1 RETURN a.nodeSymbol",
-                ),
-                (  # the regions of a place's neighbours
-                    f"Which {rl}s do the {P} nodes next to {_pick(v.places, 0, 'P1')} belong to?",
-                    f"MATCH (a:{P} {{nodeSymbol: '{_pick(v.places, 0, 'P1')}'}})-[:{pl}]-(q:{P})<-[:CONTAINS*]-"
-                    f"(r:{R}) RETURN DISTINCT r.nodeSymbol",
-                ),
-                (  # the places where two neighbouring regions meet
-                    f"Which {P} nodes of {ra} link directly to a {P} of {rc}?",
-                    f"MATCH (a:{R} {{nodeSymbol: '{ra}'}})-[:CONTAINS*]->(p:{P})-[:{pl}]-(q:{P})"
-                    f"<-[:CONTAINS*]-(b:{R} {{nodeSymbol: '{rc}'}}) RETURN DISTINCT p.nodeSymbol",
-                ),
-            ]
-    return ex
-
-
-def _upper_layer_examples(
-    store: GraphStore, roles: GraphRoles, v: _Values, *, c1: str, c2: str, c3: str, o2: str
-) -> list[tuple[str, str]]:
-    """Questions about the layer that holds the regions (a building's floors): what is on which floor."""
-    U, R, OB = roles.upper, roles.region, roles.leaf
-    levels = "level" in store.schema().node_properties.get(U or "", {})
-    order = "f.level, f.nodeSymbol" if levels else "f.nodeSymbol"
-    rows = store.query(f"MATCH (f:`{U}`) RETURN f.nodeSymbol AS s ORDER BY {order}", max_rows=50).rows
-    floors = [str(r["s"]) for r in rows if r.get("s")]
-    if not floors or not R or not OB:
-        return []
-    f0, f1 = floors[0], floors[-1]
-    ul, rl = U.lower(), R.lower()
-    rc = _pick(v.region_classes, 0, None)
-    ex = [
-        (
-            f"How many {rl}s are on {f0}?",
-            f"MATCH (f:{U} {{nodeSymbol: '{f0}'}})-[:CONTAINS*]->(r:{R}) RETURN count(DISTINCT r)",
-        ),
-        (
-            f"How many {_plural(c1)} are on {f1}?",
-            f"MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c1}'}}) RETURN count(DISTINCT o)",
-        ),
-        (
-            f"Which {ul} is {o2} on?",
-            f"MATCH (f:{U})-[:CONTAINS*]->(o:{OB} {{nodeSymbol: '{o2}'}}) RETURN f.nodeSymbol",
-        ),
-        (
-            f"Is there a {c3} on {f1}?",
-            f"OPTIONAL MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
-            "RETURN count(o) > 0",
-        ),
-        (
-            f"How many {_plural(c2)} are on each {ul}?",
-            f"MATCH (f:{U}) OPTIONAL MATCH (f)-[:CONTAINS*]->(o:{OB} {{class: '{c2}'}}) "
-            "RETURN f.nodeSymbol, count(DISTINCT o)",
-        ),
-        (
-            f"Which {rl}s on {f1} have a {c3}?",
-            f"MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(r:{R})-[:CONTAINS*]->(o:{OB} {{class: '{c3}'}}) "
-            "RETURN DISTINCT r.nodeSymbol",
-        ),
-        (
-            f"Which {ul} has the most {rl}s?",
-            f"MATCH (f:{U})-[:CONTAINS*]->(r:{R}) WITH f, count(DISTINCT r) AS n ORDER BY n DESC LIMIT 1 "
-            "RETURN f.nodeSymbol",
-        ),
-    ]
-    ex.append(
-        (
-            f"Are there more {_plural(c2)} on {f0} than on {f1}?",
-            _two_counts(U, f0, f1, OB, c2, ">"),
-        )
-    )
-    if rc and roles.region_size:
-        ex.append(
-            (
-                f"Is the {rc.replace('_', ' ')} on {f0} bigger than the one on {f1}?",
-                f"MATCH (:{U} {{nodeSymbol: '{f0}'}})-[:CONTAINS*]->(a:{R} {{class: '{rc}'}}), "
-                f"(:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(b:{R} {{class: '{rc}'}}) "
-                f"RETURN a.{roles.region_size} > b.{roles.region_size}",
-            )
-        )
-    if rc:
-        ex += [
-            (
-                f"Which {ul} is the {rc.replace('_', ' ')} on?",
-                f"MATCH (f:{U})-[:CONTAINS*]->(r:{R} {{class: '{rc}'}}) RETURN DISTINCT f.nodeSymbol",
-            ),
-            (
-                f"Which {_plural(rc)} are on {f0}?",
-                f"MATCH (f:{U} {{nodeSymbol: '{f0}'}})-[:CONTAINS*]->(r:{R} {{class: '{rc}'}}) RETURN r.nodeSymbol",
-            ),
-            (
-                f"What {_plural(c2)} are in the {rc.replace('_', ' ')} on {f1}?",
-                f"MATCH (f:{U} {{nodeSymbol: '{f1}'}})-[:CONTAINS*]->(r:{R} {{class: '{rc}'}})-[:CONTAINS*]->"
-                f"(o:{OB} {{class: '{c2}'}}) RETURN DISTINCT o.nodeSymbol",
-            ),
-        ]
-    return ex
-
-
-def _part_examples(store: GraphStore, roles: GraphRoles, v: _Values) -> list[tuple[str, str]]:
-    """Questions about the parts of leaves (handles, knobs, faucets on objects) through their edge type."""
-    OB, PT, link, R = roles.leaf, roles.part, roles.part_link, roles.region
-    rows = store.query(
-        f"MATCH (o:`{OB}`)-[:`{link}`]->(e:`{PT}`) RETURN o.class AS oc, e.class AS pc, count(*) AS n, "
-        "min(o.nodeSymbol) AS o, min(e.nodeSymbol) AS e ORDER BY n DESC, oc, pc LIMIT 1"
-    ).rows
-    if not rows or not rows[0].get("pc"):
-        return []
-    oc, pc, osym, esym = (str(rows[0][k]) for k in ("oc", "pc", "o", "e"))
-    pw = _plural(pc)
-    ex = [
-        (
-            f"How many {pw} does {osym} have?",
-            f"MATCH (o:{OB} {{nodeSymbol: '{osym}'}})-[:{link}]->(e:{PT} {{class: '{pc}'}}) RETURN count(e)",
-        ),
-        (
-            f"How many {pw} are on the {_plural(oc)} in total?",
-            f"MATCH (o:{OB} {{class: '{oc}'}})-[:{link}]->(e:{PT} {{class: '{pc}'}}) RETURN count(DISTINCT e)",
-        ),
-        (
-            f"Which {OB.lower()}s have a {pc}?",
-            f"MATCH (o:{OB})-[:{link}]->(:{PT} {{class: '{pc}'}}) RETURN DISTINCT o.nodeSymbol",
-        ),
-        (
-            f"What is {esym} attached to?",
-            f"MATCH (o:{OB})-[:{link}]->(e:{PT} {{nodeSymbol: '{esym}'}}) RETURN o.nodeSymbol",
-        ),
-        (
-            f"What parts does the {oc.replace('_', ' ')} have?",
-            f"MATCH (o:{OB} {{class: '{oc}'}})-[:{link}]->(e:{PT}) RETURN e.nodeSymbol",
-        ),
-    ]
-    rc = _pick(v.region_classes, 0, None)
-    if R and rc:
-        ex.append(
-            (
-                f"How many {pw} are there in the {rc.replace('_', ' ')}?",
-                f"MATCH (r:{R} {{class: '{rc}'}})-[:CONTAINS|{link}*]->(e:{PT} {{class: '{pc}'}}) "
-                "RETURN count(DISTINCT e)",
-            )
-        )
-    return ex
-
-
-def _attribute_examples(
-    store: GraphStore, roles: GraphRoles, *, cs: str, o1: str, c1: str
-) -> list[tuple[str, str]]:
-    """Questions about a listed property of leaves (colour): its value, and nodes filtered by it."""
-    OB, key = roles.leaf, roles.leaf_attribute
-    rows = store.query(
-        f"MATCH (o:`{OB}`) WHERE o.`{key}` IS NOT NULL RETURN o.class AS c, o.`{key}` AS a, count(*) AS n "
-        "ORDER BY n DESC, c, a LIMIT 1"
-    ).rows
-    if not rows:
-        return []
-    ca, val = str(rows[0]["c"]), str(rows[0]["a"])
-    word = key.replace("_", " ")
-    return [
-        (f"What {word} is {o1}?", f"MATCH (o:{OB} {{nodeSymbol: '{o1}'}}) RETURN o.{key}"),
-        (f"What {word} is the {cs.replace('_', ' ')}?", f"MATCH (o:{OB} {{class: '{cs}'}}) RETURN o.{key}"),
-        (f"How many {val} {OB.lower()}s are there?", f"MATCH (o:{OB} {{{key}: '{val}'}}) RETURN count(o)"),
-        (
-            f"Which {_plural(ca)} are {val}?",
-            f"MATCH (o:{OB} {{class: '{ca}', {key}: '{val}'}}) RETURN o.nodeSymbol",
-        ),
-        (
-            f"What {word}s do the {_plural(c1)} have?",
-            f"MATCH (o:{OB} {{class: '{c1}'}}) RETURN DISTINCT o.{key}",
-        ),
-    ]
 
 
 def _reference_property(store: GraphStore, schema: GraphSchema, label: str | None) -> str | None:
@@ -1171,81 +515,6 @@ def _reference_property(store: GraphStore, schema: GraphSchema, label: str | Non
         if rows and all(ont.has_symbol_shape(r.get("v")) for r in rows):
             return key
     return None
-
-
-def _reference_examples(store: GraphStore, OB: str, ref: str) -> list[tuple[str, str]]:
-    """Questions through a property that names another node (what stands on what), filled with the pair
-    of classes it joins most often in this graph."""
-    rows = store.query(
-        f"MATCH (o:`{OB}`), (t:`{OB}`) WHERE o.`{ref}` = t.nodeSymbol RETURN o.class AS oc, t.class AS tc, "
-        "count(*) AS n, min(t.nodeSymbol) AS t ORDER BY n DESC, oc, tc LIMIT 1"
-    ).rows
-    if not rows or not rows[0].get("tc"):
-        return []
-    oc, tc, tsym = str(rows[0]["oc"]), str(rows[0]["tc"]), str(rows[0]["t"])
-    word, tv = ref.replace("_", " "), _var_name(tc)
-    return [
-        (f"What is {word} {tsym}?", f"MATCH (o:{OB}) WHERE o.{ref} = '{tsym}' RETURN o.nodeSymbol"),
-        (
-            f"What is {word} the {tc.replace('_', ' ')}?",
-            f"MATCH ({tv}:{OB} {{class: '{tc}'}}), (o:{OB}) WHERE o.{ref} = {tv}.nodeSymbol RETURN o.nodeSymbol",
-        ),
-        (
-            f"How many {_plural(oc)} are {word} {_plural(tc)}?",
-            f"MATCH (x:{OB} {{class: '{oc}'}}), ({tv}:{OB} {{class: '{tc}'}}) WHERE x.{ref} = {tv}.nodeSymbol "
-            "RETURN count(DISTINCT x)",
-        ),
-        (
-            f"What is the {oc.replace('_', ' ')} {word}?",
-            f"MATCH (o:{OB} {{class: '{oc}'}}), (t:{OB}) WHERE o.{ref} = t.nodeSymbol RETURN DISTINCT t.nodeSymbol",
-        ),
-    ]
-
-
-def _two_counts(container: str | None, a: str, b: str, leaf: str | None, cls: str, op: str) -> str:
-    """Cypher comparing how many ``cls`` leaves two named containers hold (``op``: ``-`` for how many more,
-    ``>`` for whether more), each count 0 where there are none."""
-    return (
-        f"MATCH (a:{container} {{nodeSymbol: '{a}'}}) OPTIONAL MATCH (a)-[:CONTAINS*]->(x:{leaf} {{class: '{cls}'}}) "
-        f"WITH count(DISTINCT x) AS na MATCH (b:{container} {{nodeSymbol: '{b}'}}) OPTIONAL MATCH "
-        f"(b)-[:CONTAINS*]->(y:{leaf} {{class: '{cls}'}}) WITH na, count(DISTINCT y) AS nb RETURN na {op} nb"
-    )
-
-
-def _trajectory_examples(
-    store: GraphStore, roles: GraphRoles, OB: str, P: str | None
-) -> list[tuple[str, str]]:
-    """Questions about the robot's trajectory (the agent layer: poses chained by ``*_CONNECTED``)."""
-    A, al = roles.agent, roles.agent_link
-    word = A.lower() if A else "agent"
-    rows = store.query(
-        f"MATCH (a:{A}) RETURN a.nodeSymbol AS s ORDER BY a.nodeSymbol DESC LIMIT 1", max_rows=1
-    ).rows
-    last = str(rows[0]["s"]) if rows else "a1"
-    ex = [
-        (f"How many {word} poses are in the trajectory?", f"MATCH (a:{A}) RETURN count(a)"),
-        (
-            f"Which {word} poses are the two ends of the trajectory?",
-            f"MATCH (a:{A}) WHERE COUNT {{ MATCH (a)-[:{al}]-(:{A}) }} = 1 RETURN a.nodeSymbol",
-        ),
-        (
-            f"How long is the {word}'s path, adding up the steps between consecutive poses?",
-            f"MATCH (a:{A})-[:{al}]->(b:{A}) RETURN sum(point.distance(a.center, b.center))",
-        ),
-        (
-            f"Which {OB.lower()} is nearest to pose {last}?",
-            f"MATCH (o:{OB}), (a:{A} {{nodeSymbol: '{last}'}}) "
-            "RETURN o.nodeSymbol ORDER BY point.distance(o.center, a.center) LIMIT 1",
-        ),
-    ]
-    if P and roles.agent_in_place:
-        ex.append(
-            (
-                f"How many different {P} nodes hold {word} poses?",
-                f"MATCH (p:{P})-[:CONTAINS]->(a:{A}) RETURN count(DISTINCT p)",
-            )
-        )
-    return ex
 
 
 def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[CypherExample]:

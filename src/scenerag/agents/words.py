@@ -2,8 +2,9 @@
 
 Code in :mod:`scenerag.agents` holds no English and no class names of any graph: question words, stop
 words, the words that name each ontology layer and everyday synonyms of classes live in YAML files —
-``<lang>.yaml`` for the language, ``lexicon-<lang>.yaml`` for class synonyms of common indoor label spaces —
-and a graph or deployment adds its own lexicon files (:func:`load_words`'s ``extra``).
+``<lang>.yaml`` for the language, ``examples-<lang>.yaml`` for its worked question -> Cypher templates,
+``lexicon-<lang>.yaml`` for class synonyms of common indoor label spaces — and a graph or deployment adds its
+own lexicon files (:func:`load_words`'s ``extra``).
 """
 
 from __future__ import annotations
@@ -129,6 +130,11 @@ class Words:
     goal_rules: str = ""
     #: instruction -> goal-sketch example templates ({"q": ..., "goal": ...}) of the language
     instruction_examples: tuple[Mapping[str, str], ...] = ()
+    #: question -> Cypher example templates ({"q": ..., "cypher": ...} and, optionally, "needs": slots the
+    #: template needs besides those it says), in the order they are offered
+    qa_examples: tuple[Mapping[str, str], ...] = ()
+    #: classes the examples name where the graph's leaves have none
+    placeholder_classes: tuple[str, ...] = ()
     #: the question that finds the nodes a goal sketch's phrase describes ({phrase}: "box nearest the bag")
     phrase_question: str = "{phrase}?"
     #: verbs that, right before another goal family's word, ask only for that one ("*go* inspect the sign",
@@ -422,6 +428,7 @@ def _merge(files: Sequence[Path]) -> Words:
     layers: dict[str, tuple[str, ...]] = {}
     floors: dict[str, tuple[str, ...]] = {}
     extra: dict[str, Any] = {}
+    origin: dict[str, Path] = {}  # the file each key of ``extra`` came from
     for path in files:
         data = _read(path)
         for word, classes in (data.get("lexicon") or {}).items():
@@ -439,6 +446,8 @@ def _merge(files: Sequence[Path]) -> Words:
             "compare_examples",
             "goal_rules",
             "instruction_examples",
+            "qa_examples",
+            "placeholder_classes",
             "goal_words",
             "word_endings",
             "phrase_question",
@@ -446,7 +455,7 @@ def _merge(files: Sequence[Path]) -> Words:
             "yes_no_answer",
         ):
             if key in data:
-                extra[key] = data[key]
+                extra[key], origin[key] = data[key], path
         for key in _LISTS:
             lists.setdefault(key, []).extend(w.lower() for w in _flat(data.get(key)))
         for word, labels in (data.get("layer_words") or {}).items():
@@ -501,11 +510,17 @@ def _merge(files: Sequence[Path]) -> Words:
         plan_intro=" ".join(str(extra.get("plan_intro", "")).split()),
         plan_examples=tuple(dict(e) for e in extra.get("plan_examples") or ()),
         measure_intro=" ".join(str(extra.get("measure_intro", "")).split()),
-        measure_examples=_templates(extra.get("measure_examples"), ("q", "form"), files[-1]),
+        measure_examples=_templates(extra.get("measure_examples"), ("q", "form"), origin, "measure_examples"),
         compare_intro=" ".join(str(extra.get("compare_intro", "")).split()),
-        compare_examples=_templates(extra.get("compare_examples"), ("q", "form"), files[-1]),
+        compare_examples=_templates(extra.get("compare_examples"), ("q", "form"), origin, "compare_examples"),
         goal_rules=str(extra.get("goal_rules", "")).strip(),
-        instruction_examples=_templates(extra.get("instruction_examples"), ("q", "goal"), files[-1]),
+        instruction_examples=_templates(
+            extra.get("instruction_examples"), ("q", "goal"), origin, "instruction_examples"
+        ),
+        qa_examples=_templates(
+            extra.get("qa_examples"), ("q", "cypher"), origin, "qa_examples", optional=("needs",)
+        ),
+        placeholder_classes=tuple(_flat(extra.get("placeholder_classes"))),
         goal_words={
             str(k): tuple(w.lower() for w in _flat(v)) for k, v in (extra.get("goal_words") or {}).items()
         },
@@ -526,11 +541,15 @@ def fill_templates(templates: Iterable[Mapping[str, str]], slots: Mapping[str, s
     return out
 
 
-def _templates(value: Any, keys: tuple[str, ...], path: Path) -> tuple[dict[str, str], ...]:
+def _templates(
+    value: Any, keys: tuple[str, ...], origin: Mapping[str, Path], name: str, optional: tuple[str, ...] = ()
+) -> tuple[dict[str, str], ...]:
+    """The templates of words key ``name`` (``value``, read from ``origin[name]``): each with its ``keys``
+    and those of ``optional`` it has, as strings."""
     items = value or ()
     if not isinstance(items, list) or not all(isinstance(i, dict) and set(keys) <= set(i) for i in items):
-        raise WordsError(f"{path}: expected a list of {{{', '.join(keys)}}} templates")
-    return tuple({k: str(i[k]) for k in keys} for i in items)
+        raise WordsError(f"{origin.get(name)}: {name}: expected a list of {{{', '.join(keys)}}} templates")
+    return tuple({k: str(i[k]) for k in (*keys, *optional) if k in i} for i in items)
 
 
 def _pair(value: Any, default: tuple[str, str]) -> tuple[str, str]:
@@ -553,15 +572,17 @@ def _join(value: Any) -> tuple[str, str]:
     return (", ", " and ")
 
 
+#: the files beside ``<lang>.yaml`` that belong to a language (``examples-en.yaml``), in the order loaded
+_COMPANIONS = ("examples-", "lexicon-")
+
+
 @functools.lru_cache(maxsize=16)
 def _load(language: str, extra: tuple[str, ...]) -> Words:
     files = [WORDS_DIR / f"{language}.yaml"]
-    lexicon = WORDS_DIR / f"lexicon-{language}.yaml"
-    if lexicon.exists():
-        files.append(lexicon)
+    files += [p for prefix in _COMPANIONS if (p := WORDS_DIR / f"{prefix}{language}.yaml").exists()]
     files.extend(Path(p) for p in extra)
     if not files[0].exists():
-        known = sorted(p.stem for p in WORDS_DIR.glob("*.yaml") if not p.stem.startswith("lexicon-"))
+        known = sorted(p.stem for p in WORDS_DIR.glob("*.yaml") if not p.stem.startswith(_COMPANIONS))
         raise WordsError(f"no words for language {language!r} (have: {', '.join(known)})")
     return _merge(files)
 
