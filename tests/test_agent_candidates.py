@@ -15,12 +15,9 @@ from scenerag.agents.plan import PLAN_GRAMMAR, Plan, parse_plan, plan_problem
 from scenerag.agents.query_repair import (
     bind_path_variable,
     center_arguments,
-    choice_column_only,
     drop_idle_with,
     inline_patterns,
-    measure_the_counted_node,
     merge_union_by_symbol,
-    split_subquery_alternatives,
 )
 from scenerag.agents.voting import Grade, Outcome, normal_answer, vote
 from scenerag.agents.words import WordsError, load_words
@@ -204,30 +201,6 @@ def test_the_language_is_data(tmp_path: Path) -> None:
 
 
 # -- repairs of forms that cannot mean anything ------------------------------------------------------------
-def test_forms_that_cannot_mean_anything_are_rewritten(store: CypherStore) -> None:
-    fixed, notes = center_arguments(
-        "MATCH (a:Object {nodeSymbol: 'O43'}), (b:Object) RETURN point.distance((a.center.x, a.center.y, 0), "
-        "b.center)"
-    )
-    assert "point.distance(a.center, b.center)" in fixed and notes
-    counts = "MATCH (o:Object) WITH count(o) AS n1 MATCH (p:MeshPlace) WITH n1, count(p) AS n2"
-    fixed, notes = choice_column_only(
-        f"{counts} RETURN n1, n2, CASE WHEN n1 > n2 THEN 'objects' ELSE 'places' END"
-    )
-    assert fixed.endswith("RETURN CASE WHEN n1 > n2 THEN 'objects' ELSE 'places' END") and notes
-    union = (
-        "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) RETURN count(o) UNION "
-        "MATCH (r:Room {nodeSymbol: 'R2'})-[:CONTAINS*]->(o:Object) RETURN count(o)"
-    )
-    fixed, notes = merge_union_by_symbol(union)
-    assert "UNION" not in fixed and "['R5', 'R2']" in fixed and notes
-    both = _one(
-        store,
-        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE r.nodeSymbol IN ['R5', 'R2'] RETURN count(o) AS n",
-    )
-    assert _one(store, fixed) == both
-
-
 def test_a_pattern_written_as_an_argument_is_matched_first(store: CypherStore) -> None:
     written = (
         "MATCH (r:Room)-[:CONTAINS*]->(o:Object {class: 'box'}) WITH r, point.distance(o.center, "
@@ -244,22 +217,6 @@ def test_a_pattern_written_as_an_argument_is_matched_first(store: CypherStore) -
     assert _one(store, fixed) == nearest_box_room
     bound = "MATCH (s:Object {nodeSymbol: 'O264'}) RETURN point.distance((s:Object).center, s.center)"
     assert inline_patterns(bound) == (bound, [])  # s has a pattern of its own: left to the check
-
-
-def test_alternatives_inside_one_subquery_become_one_subquery_each(store: CypherStore) -> None:
-    written = (
-        "MATCH (r:Room {class: 'hallway'}) WHERE NOT EXISTS { MATCH (r)-[:CONTAINS*]->(:Object {class: 'bed'}) "
-        "OR MATCH (r)-[:CONTAINS*]->(:Object {class: 'bag'}) } RETURN r.nodeSymbol AS s"
-    )
-    fixed, notes = split_subquery_alternatives(written)
-    assert notes and "NOT (EXISTS {" in fixed and "} OR EXISTS {" in fixed
-    expected = store.query(
-        "MATCH (r:Room {class: 'hallway'}) WHERE NOT EXISTS { MATCH (r)-[:CONTAINS*]->(o:Object) "
-        "WHERE o.class IN ['bed', 'bag'] } RETURN r.nodeSymbol AS s"
-    ).rows
-    assert sorted(r["s"] for r in store.query(fixed).rows) == sorted(r["s"] for r in expected)
-    single = "MATCH (r:Room) WHERE EXISTS { MATCH (r)-[:CONTAINS*]->(:Object) } RETURN r"
-    assert split_subquery_alternatives(single) == (single, [])
 
 
 def test_a_spent_time_budget_starts_no_new_round(store: CypherStore) -> None:
@@ -321,36 +278,6 @@ def test_work_rates_count_a_batch_by_its_decode_steps() -> None:
     assert metered.work_s == metered.wall_s == 0.0
 
 
-def test_forms_that_break_a_query_the_model_meant(store: CypherStore) -> None:
-    # a path's length asked of a path never bound: the shortest path of the one variable-length pattern
-    fixed, notes = bind_path_variable(
-        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'})-[:MESH_PLACE_CONNECTED*..200]-(b:MeshPlace "
-        "{nodeSymbol: 'P6219'}) RETURN length(s)"
-    )
-    assert notes and "MATCH s = shortestPath((a:MeshPlace" in fixed
-    assert _one(store, fixed) == _one(
-        store,
-        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'}), (b:MeshPlace {nodeSymbol: 'P6219'}) "
-        "MATCH s = shortestPath((a)-[:MESH_PLACE_CONNECTED*..200]-(b)) RETURN length(s)",
-    )
-    bound = "MATCH s = shortestPath((a:MeshPlace)-[:MESH_PLACE_CONNECTED*..9]-(b:MeshPlace)) RETURN length(s)"
-    assert bind_path_variable(bound) == (bound, [])
-    # a node measured against itself where another node is the one counted
-    fixed, notes = measure_the_counted_node(
-        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object) WHERE point.distance(r.center, r.center) < 2 "
-        "RETURN count(DISTINCT o)"
-    )
-    assert notes and "point.distance(o.center, r.center) < 2" in fixed and int(_one(store, fixed)) > 0
-    # a WITH computing nothing used later that drops a variable used later
-    fixed, notes = drop_idle_with(
-        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n "
-        "WHERE EXISTS { MATCH (p)-[:CONTAINS]->(:Object {class: 'seating'}) } RETURN count(DISTINCT p)"
-    )
-    assert notes and "WITH" not in fixed and int(_one(store, fixed)) > 0
-    used = "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n RETURN r.nodeSymbol, n"
-    assert drop_idle_with(used) == (used, [])
-
-
 def test_a_number_asked_of_something_absent_is_zero(store: CypherStore) -> None:
     """Nodes listed for "how many" where nothing matches count 0; a measure of nothing stays not found."""
     absent = "MATCH (o:Object {class: 'flora'}) RETURN o.nodeSymbol"
@@ -384,37 +311,6 @@ def test_a_node_answer_is_said_in_the_words_the_question_offers(store: CypherSto
     agent, _ = scripted_agent(store, [nearer])
     result = agent.run("Which is closer to the bag, the bed or the bicycle? Give the object id.")
     assert result.answer == symbol
-
-
-def test_an_aggregate_ranked_over_every_row_is_ranked_per_asked_node(store: CypherStore) -> None:
-    """ "Which hallway is the biggest by number of mesh places?" answered by one count over all hallways:
-    the count is grouped by the hallway the question asks for, and that hallway answers."""
-    from scenerag.agents.query_repair import rank_the_asked_nodes
-
-    ungrouped = (
-        "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(p:MeshPlace) "
-        "RETURN count(DISTINCT p) ORDER BY count(DISTINCT p) DESC LIMIT 1"
-    )
-    fixed, notes = rank_the_asked_nodes(ungrouped, "r")
-    assert notes and fixed.endswith("RETURN r.nodeSymbol")
-    # the ranked node inside the aggregate, a key that is no aggregate, or a WITH before: unchanged
-    assert rank_the_asked_nodes(ungrouped, "p") == (ungrouped, [])
-    grouped = (
-        "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WITH r, count(p) AS n "
-        "RETURN count(r) ORDER BY count(r) DESC LIMIT 1"
-    )
-    assert rank_the_asked_nodes(grouped, "r") == (grouped, [])
-    biggest = _one(
-        store,
-        "MATCH (r:Room {class: 'hallway'})-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n "
-        "ORDER BY n DESC LIMIT 1 RETURN r.nodeSymbol",
-    )
-    agent, _ = scripted_agent(store, [ungrouped])
-    assert agent.run("Which hallway is the biggest in terms of number of mesh places?").answer == biggest
-    # "how many" asks for the number itself
-    agent, _ = scripted_agent(store, [ungrouped])
-    result = agent.run("How many mesh places does the hallway with the most of them have?")
-    assert result.answer == _one(store, ungrouped)
 
 
 def test_the_phrase_a_question_word_opens_says_whether_it_asks_a_kind(store: CypherStore) -> None:
@@ -473,3 +369,46 @@ def test_rooms_that_connect_to_a_room_are_its_neighbours(store: CypherStore) -> 
     links = agent.linker().link("Of the rooms that connect to R3, which one contains more objects?")
     connection = agent._connection("Of the rooms that connect to R3, which one contains more objects?", links)
     assert connection is not None and connection[2] == "ROOM_CONNECTED"
+
+
+def test_forms_that_cannot_mean_anything_are_rewritten(store: CypherStore) -> None:
+    fixed, notes = center_arguments(
+        "MATCH (a:Object {nodeSymbol: 'O43'}), (b:Object) RETURN point.distance((a.center.x, a.center.y, 0), "
+        "b.center)"
+    )
+    assert "point.distance(a.center, b.center)" in fixed and notes
+    union = (
+        "MATCH (r:Room {nodeSymbol: 'R5'})-[:CONTAINS*]->(o:Object) RETURN count(o) UNION "
+        "MATCH (r:Room {nodeSymbol: 'R2'})-[:CONTAINS*]->(o:Object) RETURN count(o)"
+    )
+    fixed, notes = merge_union_by_symbol(union)
+    assert "UNION" not in fixed and "['R5', 'R2']" in fixed and notes
+    both = _one(
+        store,
+        "MATCH (r:Room)-[:CONTAINS*]->(o:Object) WHERE r.nodeSymbol IN ['R5', 'R2'] RETURN count(o) AS n",
+    )
+    assert _one(store, fixed) == both
+
+
+def test_forms_that_break_a_query_the_model_meant(store: CypherStore) -> None:
+    # a path's length asked of a path never bound: the shortest path of the one variable-length pattern
+    fixed, notes = bind_path_variable(
+        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'})-[:MESH_PLACE_CONNECTED*..200]-(b:MeshPlace "
+        "{nodeSymbol: 'P6219'}) RETURN length(s)"
+    )
+    assert notes and "MATCH s = shortestPath((a:MeshPlace" in fixed
+    assert _one(store, fixed) == _one(
+        store,
+        "MATCH (a:MeshPlace {nodeSymbol: 'P1424'}), (b:MeshPlace {nodeSymbol: 'P6219'}) "
+        "MATCH s = shortestPath((a)-[:MESH_PLACE_CONNECTED*..200]-(b)) RETURN length(s)",
+    )
+    bound = "MATCH s = shortestPath((a:MeshPlace)-[:MESH_PLACE_CONNECTED*..9]-(b:MeshPlace)) RETURN length(s)"
+    assert bind_path_variable(bound) == (bound, [])
+    # a WITH computing nothing used later that drops a variable used later
+    fixed, notes = drop_idle_with(
+        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n "
+        "WHERE EXISTS { MATCH (p)-[:CONTAINS]->(:Object {class: 'seating'}) } RETURN count(DISTINCT p)"
+    )
+    assert notes and "WITH" not in fixed and int(_one(store, fixed)) > 0
+    used = "MATCH (r:Room)-[:CONTAINS*]->(p:MeshPlace) WITH r, count(DISTINCT p) AS n RETURN r.nodeSymbol, n"
+    assert drop_idle_with(used) == (used, [])

@@ -19,13 +19,11 @@ from scenerag.agents.query_repair import (
     carry_dropped_nodes,
     contents_of_the_neighbour,
     count_every_group,
-    count_grouped_by_itself,
     count_none_optionally,
     count_per_group_again,
     drop_contradicted_leg,
     drop_idle_sibling,
     drop_return_trip,
-    extreme_in_with,
     group_by_the_other_node,
     holder_classes,
     mend_sql_aggregation,
@@ -38,7 +36,6 @@ from scenerag.agents.query_repair import (
     return_the_neighbour,
     symbol_for_position,
     symbols_as_nodes,
-    ternary_to_case,
     unname_predicate_nodes,
     unpin_twice_named,
     widen_shortest_paths,
@@ -263,18 +260,6 @@ def test_an_idle_sibling_of_a_named_node_is_dropped(store: CypherStore) -> None:
     assert drop_idle_sibling(both, linker.class_of) == (both, [])
 
 
-def test_a_c_style_conditional_becomes_case(store: CypherStore) -> None:
-    query = (
-        "MATCH (r:Room {nodeSymbol: 'R5'}) OPTIONAL MATCH (r)-[:CONTAINS*]->(o:Object {class: 'seating'}) "
-        "WITH r, count(DISTINCT o) AS na OPTIONAL MATCH (r)-[:CONTAINS*]->(s:Object {class: 'storage'}) "
-        "WITH na, count(DISTINCT s) AS nb RETURN na > nb ? 'seating' : 'storage'"
-    )
-    fixed, notes = ternary_to_case(query)
-    assert notes and "CASE WHEN na > nb THEN 'seating' ELSE 'storage' END" in fixed
-    assert _one(store, fixed) == "seating"
-    assert ternary_to_case("MATCH (r {name: 'a?b:c'}) RETURN r") == ("MATCH (r {name: 'a?b:c'}) RETURN r", [])
-
-
 # -- things the perception knows but never saw -------------------------------------------------------------
 def test_the_labelspace_is_kept_with_the_graph(tmp_path: Path, hydra_graph: SceneGraph) -> None:
     known = hydra_graph.metadata["known_classes"]
@@ -373,15 +358,6 @@ def test_the_class_of_a_named_node_is_no_copied_filter(store: CypherStore) -> No
     links = agent.linker().link(question)
     assert agent._invented(query, links, question) == []
     assert agent._invented(query.replace("'seating'", "'light'"), links, question) == ["'light'"]
-
-
-def test_a_count_grouped_by_what_it_counts_counts_all(store: CypherStore) -> None:
-    query = "MATCH (o:Object {class: 'seating'}) WITH o, count(DISTINCT o) AS n RETURN n"
-    assert store.query(query).rows[0]["n"] == 1  # each seat once per itself
-    fixed, notes = count_grouped_by_itself(query)
-    assert notes and _one(store, fixed) == "22"
-    per_room = "MATCH (o:Object) WITH o, count(DISTINCT o) AS n RETURN o.nodeSymbol, n"  # o used after: kept
-    assert count_grouped_by_itself(per_room) == (per_room, [])
 
 
 def test_a_walk_back_along_the_same_edge_is_dropped(store: CypherStore) -> None:
@@ -760,15 +736,6 @@ def test_an_adjective_is_no_entity(store: CypherStore) -> None:
     assert [link.value for link in links] == ["seating"]  # not 'human' for "individual"
 
 
-def test_an_extreme_grouped_away_orders_the_node(store: CypherStore) -> None:
-    query = (
-        "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object) "
-        "WITH r, max(point.distance(o.center, r.center)) AS d RETURN o.nodeSymbol"
-    )
-    fixed, notes = extreme_in_with(query)
-    assert notes and _one(store, fixed) == "O3"
-
-
 def test_a_short_bound_on_a_shortest_path_is_raised(store: CypherStore) -> None:
     query = (
         "MATCH (a:MeshPlace {nodeSymbol: 'P754'}), (b:MeshPlace {nodeSymbol: 'P29521'}) "
@@ -899,9 +866,11 @@ def test_yes_or_no_for_a_which_question_is_turned_into_the_choice_or_sent_back(s
     )
     rows = store.query(boolean.replace("RETURN n > m", "RETURN n, m")).rows[0]
     more = "R1" if rows["n"] > rows["m"] else "R5"
-    agent, model = scripted_agent(store, [boolean])
+    # a true/false for a question that asks which goes back to the model, whose next query names the room
+    choice = boolean.replace("RETURN n > m", "RETURN CASE WHEN n > m THEN 'R1' ELSE 'R5' END")
+    agent, model = scripted_agent(store, [boolean, choice])
     assert agent.run("which room has more seating, R1 or R5?", answer_type="string").answer == more
-    assert len(model.calls) == 1
+    assert len(model.calls) == 2 and "not yes or no" in str(model.calls[1].messages[-1].content)
     # a true/false that names no choice goes back to the model
     vague = (
         "MATCH (r:Room {nodeSymbol: 'R1'})-[:CONTAINS*]->(o:Object {class: 'seating'}) RETURN count(o) > 3"

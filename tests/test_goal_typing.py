@@ -16,6 +16,7 @@ from scenerag.agents.goal_sketch import (
     join_to_relation,
     offer_alternatives,
     only_negations,
+    refer_back,
     resolve_sketch,
     scope_to_named_class,
     sequence_as_and,
@@ -1155,3 +1156,68 @@ def test_through_the_agent_an_offered_alternative_the_sketch_dropped_comes_back(
     assert (
         agent.run("When you are done, finish up in the lounge.", task="pddl").answer == f"(in-room {lounge})"
     )
+
+
+@pytest.mark.parametrize(
+    ("instruction", "sketch", "referred"),
+    [
+        # a class named before the pronoun, in an earlier part
+        (
+            "First inspect the bicycle, then head to the sign nearest to it, and finally end up in the lounge.",
+            "(and (safe [bicycle]) (visited-object [sign nearest to it]) (in-room [lounge]))",
+            "(and (safe [bicycle]) (visited-object [sign nearest to the bicycle]) (in-room [lounge]))",
+        ),
+        # a symbol named last wins over a class named before it; a head of two words
+        (
+            "Go past the bed into R3 and inspect the trash can closest to it.",
+            "(safe [trash can closest to it])",
+            "(safe [trash can closest to R3])",
+        ),
+        # unchanged: no pronoun ends the description; nothing is named before it; not said as written; the
+        # description says more than a measure (the pronoun is its own head) or no measure (containment)
+        ("Head to the sign nearest the bicycle.", "(visited-object [sign nearest the bicycle])", None),
+        ("Inspect the sign nearest to it.", "(safe [sign nearest to it])", None),
+        ("Go to the bed, then inspect the sign.", "(safe [sign beside it])", None),
+        (
+            "Go to the bicycle, then avoid the hallway that has a light in it.",
+            "(not (visited-room [hallway that has a light in it]))",
+            None,
+        ),
+        (
+            "Go into the hallway with the most seating. Inspect any bin in there.",
+            "(safe [bin in there])",
+            None,
+        ),
+    ],
+)
+def test_a_description_ending_in_a_pronoun_points_at_what_was_named_before_it(
+    instruction: str, sketch: str, referred: str | None
+) -> None:
+    out, notes = refer_back(
+        sketch,
+        instruction,
+        load_words(),
+        ["bicycle", "bed", "lounge", "sign", "trash can", "hallway", "seating", "bin"],
+    )
+    assert (out, bool(notes)) == ((referred, True) if referred else (sketch, False))
+
+
+def test_through_the_agent_a_pronoun_in_an_added_part_is_what_was_named_before(store: CypherStore) -> None:
+    """The model sketches only the first part; the part it left out says "the sign nearest to it", which the
+    QA pipeline is asked about the bicycle (its scripted query), not about "it"."""
+    query = (
+        "MATCH (b:Object {class: 'bicycle'}), (s:Object {class: 'sign'}) "
+        "RETURN s.nodeSymbol ORDER BY point.distance(s.center, b.center) LIMIT 1"
+    )
+    sign = store.query(query).rows[0]["s.nodeSymbol"]
+    bike = store.query("MATCH (b:Object {class: 'bicycle'}) RETURN b.nodeSymbol AS s").rows[0]["s"]
+    lounge = store.query("MATCH (r:Room {class: 'lounge'}) RETURN r.nodeSymbol AS s").rows[0]["s"]
+    agent, model = scripted_agent(store, ["Goal: (safe [bicycle])", query])
+    result = agent.run(
+        "Inspect the bicycle, then go to the sign nearest to it, and finally wait in the lounge.",
+        task="pddl",
+    )
+    assert result.answer is not None and goals_equivalent(
+        result.answer, f"(and (safe {bike}) (visited-object {sign}) (in-room {lounge}))"
+    ), (result.error, result.context.get("rewrites"))
+    assert "nearest to the bicycle" in model.calls[-1].messages[-1].content

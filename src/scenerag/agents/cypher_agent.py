@@ -67,6 +67,7 @@ from scenerag.agents.goal_sketch import (
     one_end,
     only_negations,
     polarity_where_said,
+    refer_back,
     resolve_sketch,
     said_alone,
     scope_to_named_class,
@@ -86,12 +87,9 @@ from scenerag.agents.query_repair import (
     carry_dropped_nodes,
     carry_dropped_variables,
     center_arguments,
-    choice_column_only,
     close_open_subqueries,
-    comparison_as_choice,
     contents_of_the_neighbour,
     count_every_group,
-    count_grouped_by_itself,
     count_none_optionally,
     count_per_group_again,
     counts_pinned_ends,
@@ -104,31 +102,26 @@ from scenerag.agents.query_repair import (
     drop_unnamed_container,
     either_symbol,
     exclude_the_reference,
-    extreme_in_with,
     group_by_the_other_node,
     holder_classes,
     inline_patterns,
     key_filters,
     length_of_one_shortest_path,
-    measure_the_counted_node,
     memberless_scopes,
     mend_sql_aggregation,
     merge_union_by_symbol,
     one_hop,
     others_for_self_distance,
     pin_named_member,
-    rank_the_asked_nodes,
     repair_mentions,
     repair_node_operators,
     repair_query,
     repair_symbol_layers,
     return_clause,
     return_the_neighbour,
-    split_subquery_alternatives,
     split_subquery_arithmetic,
     symbol_for_position,
     symbols_as_nodes,
-    ternary_to_case,
     unjoin_measured_pair,
     unname_predicate_nodes,
     unpin_twice_named,
@@ -1283,14 +1276,6 @@ class CypherAgent:
             notes += more
             query, more = self._held_by_the_room_said_first(query, question, links)
             notes += more
-            if self._asks_a_thing(question):
-                query, more = comparison_as_choice(query, _naming_literals(links))
-                notes += more
-            asked = self._asks_which_node(question, links, answer_type)
-            ranked = [v for v, labels in var_labels(query).items() if asked in labels] if asked else []
-            if len(ranked) == 1:
-                query, more = rank_the_asked_nodes(query, ranked[0])
-                notes += more
         outcome.notes = notes
         result, problem, ran = self._execute(state, query, notes)
         outcome.ran = ran
@@ -1696,9 +1681,7 @@ class CypherAgent:
                 either_symbol,
                 close_open_subqueries,
                 split_subquery_arithmetic,
-                split_subquery_alternatives,
                 merge_union_by_symbol,
-                ternary_to_case,
                 inline_patterns,
                 bind_path_variable,
                 drop_idle_with,
@@ -1726,18 +1709,14 @@ class CypherAgent:
             singles = self.linker().singletons() if self.config.link_entities else {}
             for repair in (
                 carry_dropped_variables,
-                count_grouped_by_itself,
                 count_none_optionally,
                 drop_return_trip,
                 functools.partial(unpin_twice_named, singletons=singles),
                 widen_shortest_paths,
                 length_of_one_shortest_path,
-                measure_the_counted_node,
                 others_for_self_distance,
                 exclude_the_reference,
                 contents_of_the_neighbour,
-                choice_column_only,
-                extreme_in_with,
             ):
                 ran, more = repair(ran)
                 notes += more
@@ -2451,6 +2430,8 @@ class CypherAgent:
             canonical=self._class_values,
             holds=lambda symbols, members: self._holds_any(" ".join(symbols), members),
         )
+        notes += more
+        goal, more = refer_back(goal, question, self.words, [m for link in links for m in link.mentions])
         notes += more
         layers = sorted(self.words.layer_words, key=len, reverse=True)
         goal, more, widened = widen_to_descriptions(goal, question, mentions, self.words, layers=layers)

@@ -919,6 +919,49 @@ def _antecedent(before: str, after_opener: str, words: Words) -> str | None:
     return symbols[-1] if symbols else None
 
 
+def refer_back(sketch: str, instruction: str, words: Words, names: Sequence[str]) -> tuple[str, list[str]]:
+    """``sketch`` with each ``[description]`` that measures from one of the language's ``antecedent_pronouns``
+    ("[sign nearest to it]": its head, then only a distance or nearness word and stop words, then the
+    pronoun) pointing at what the instruction names last before that description ("first inspect the
+    bicycle, then head to the sign nearest to it": ``[sign nearest to the bicycle]``): a symbol, or one of
+    ``names`` (how the instruction names nodes: the links' mentions). A description that says more ("the
+    hallway that has a light in it": the pronoun is the hallway) or no measure ("the bins in it") is left
+    alone. ``(sketch, notes)``; unchanged where the description is not said as written or nothing is named
+    before it."""
+    measures = [*words.distance_superlatives, *words.distance_comparatives, *words.nearness_words]
+    heads = sorted((n.lower() for n in names if n), key=len, reverse=True)
+    notes: list[str] = []
+    out = sketch
+    for token in dict.fromkeys(t for t in _TOKEN.findall(sketch) if t.startswith("[")):
+        inner = " ".join(token[1:-1].split())
+        said = _WORD.findall(inner.lower())
+        if len(said) < 3 or said[-1] not in words.antecedent_pronouns:
+            continue
+        stem = inner[: inner.lower().rindex(said[-1])].rstrip()
+        head = next((h for h in heads if stem.lower().startswith(h + " ")), said[0])
+        gap = stem[len(head) :]
+        measured = words.said_spans(gap, measures)
+        rest = {
+            w.group() for w in _WORD.finditer(gap.lower()) if not any(a <= w.start() < b for a, b in measured)
+        }
+        if not measured or not rest <= set(words.stop):
+            continue
+        at = words.said_spans(instruction, [stem])
+        if not at:
+            continue
+        before = instruction[: at[0][0]]
+        spans = words.said_spans(before, heads)
+        spans += [(m.start(), m.end()) for m in _SYMBOL.finditer(before) if ont.has_symbol_shape(m.group())]
+        if not spans:
+            continue
+        start, end = max(spans, key=lambda span: (span[1], -span[0]))  # the last, the longest of it
+        named = before[start:end]
+        new = f"[{stem} {named if ont.has_symbol_shape(named) else 'the ' + named}]"
+        out = out.replace(token, new)
+        notes.append(f"{token} -> {new}: '{said[-1]}' is the {named} named before it")
+    return out, notes
+
+
 def _goal_participle(word: str, words: Words) -> bool:
     """Whether ``word`` is a goal word said as a participle ("inspected", "checked"): a verb asking for the
     goal, not a word of a description."""

@@ -704,18 +704,6 @@ _TERNARY = re.compile(
 )
 
 
-def ternary_to_case(query: str) -> tuple[str, list[str]]:
-    """``RETURN na > nb ? 'seating' : 'storage'`` (C's conditional, not Cypher's) -> ``RETURN CASE WHEN na >
-    nb THEN 'seating' ELSE 'storage' END``. ``(query, notes)``; unchanged when there is none."""
-    fixed = _TERNARY.sub(
-        lambda m: f"{m.group('kw')}CASE WHEN {m.group('cond')} THEN {m.group('a')} ELSE {m.group('b')} END",
-        query,
-    )
-    if fixed == query:
-        return query, []
-    return fixed, ["Cypher has no '? :' operator: wrote it as CASE WHEN ... THEN ... ELSE ... END"]
-
-
 _SYMBOL_AS_POINT = re.compile(
     r"'(?P<a>[A-Z]{1,2}\d+)'\s*\.\s*center\b"  # 'O300'.center
     r"|(?<=point\.distance\()\s*'(?P<b>[A-Z]{1,2}\d+)'(?=\s*,)"  # point.distance('O300', ...)
@@ -769,45 +757,12 @@ _SELF_GROUPED = re.compile(
 )
 
 
-def count_grouped_by_itself(query: str) -> tuple[str, list[str]]:
-    """``WITH o, count(DISTINCT o) AS n RETURN n`` counts each node once *per itself* (always 1): the total
-    is meant, so the grouping key goes. Only where ``o`` is not used after the WITH. ``(query, notes)``."""
-    m = _SELF_GROUPED.search(query)
-    if m is None or re.search(rf"\b{m.group('v')}\b", m.group("rest")):
-        return query, []
-    fixed = query[: m.start()] + f"WITH {m.group('agg')}" + m.group("rest")
-    return fixed, [f"count({m.group('v')}) grouped by {m.group('v')} itself is always 1: counted them all"]
-
-
 _RANKED_AGGREGATE = re.compile(
     r"\bRETURN\s+(?:DISTINCT\s+)?(?P<agg>(?:count|sum|avg|min|max)\s*\((?:[^()]|\([^()]*\))*\))"
     r"(?:\s+AS\s+(?P<alias>\w+))?\s+ORDER\s+BY\s+(?P<key>.+?)(?P<dir>\s+(?:ASC|DESC)(?:ENDING)?)?"
     r"\s+LIMIT\s+(?P<n>\d+)\s*;?\s*$",
     re.I | re.S,
 )
-
-
-def rank_the_asked_nodes(query: str, var: str) -> tuple[str, list[str]]:
-    """``... RETURN count(p) ORDER BY count(p) DESC LIMIT 1`` where the question asks which ``var`` node (the
-    hallway with the most places): an aggregate over every row ranks one row, so it is grouped by ``var``
-    and ``var``'s symbol returned. Only where the ranking key is that aggregate, ``var`` is not inside it, and
-    no WITH stands between ``var``'s match and the RETURN. ``(query, notes)``."""
-    m = _RANKED_AGGREGATE.search(query)
-    if m is None or re.search(r"\bWITH\b", query[: m.start()], re.I):
-        return query, []
-    agg, alias = m.group("agg"), m.group("alias")
-    key = "".join(m.group("key").split()).lower()
-    if key not in {"".join(agg.split()).lower(), (alias or "").lower()} or re.search(rf"\b{var}\b", agg):
-        return query, []
-    if not re.search(rf"\(\s*{var}\b", query[: m.start()]):
-        return query, []
-    name = alias or ("n" if not re.search(r"\bn\b", query) else "ranked")
-    fixed = (
-        query[: m.start()]
-        + f"WITH {var}, {agg} AS {name} ORDER BY {name}{m.group('dir') or ''} LIMIT {m.group('n')} "
-        + f"RETURN {var}.{ont.SYMBOL_KEY}"
-    )
-    return fixed, [f"{agg} ranked over all rows is one row: ranked each {var} and returned the first"]
 
 
 _COUNTED_NONE = re.compile(
@@ -1051,20 +1006,6 @@ _WITH_EXTREME = re.compile(
 )
 
 
-def extreme_in_with(query: str) -> tuple[str, list[str]]:
-    """``WITH r, max(point.distance(o.center, r.center)) AS d RETURN o.nodeSymbol`` (``o`` is gone after the
-    WITH) for "what lies the farthest from the lounge's center": ``o`` ordered by that distance ->
-    ``RETURN o.nodeSymbol ORDER BY point.distance(...) DESC LIMIT 1`` (ASC for min). ``(query, notes)``."""
-    m = _WITH_EXTREME.search(query)
-    if m is None or m.group("r") not in (m.group("a"), m.group("b")):
-        return query, []
-    order = "DESC" if m.group("f").lower() == "max" else "ASC"
-    fixed = query[: m.start()] + f"RETURN {m.group('r')}.nodeSymbol ORDER BY {m.group('d')} {order} LIMIT 1"
-    return fixed, [
-        f"{m.group('f')}() grouped away {m.group('r')}: ordered {m.group('r')} by the distance instead"
-    ]
-
-
 _SHORTEST_BOUND = re.compile(
     r"(shortestPath\s*\(\s*\([^()]*\)\s*<?-\s*\[[^\]]*\*\s*(?:\d+\s*)?\.\.\s*)(\d+)", re.I
 )
@@ -1133,16 +1074,6 @@ _CASE_AMONG = re.compile(
 )
 
 
-def choice_column_only(query: str) -> tuple[str, list[str]]:
-    """``RETURN n1, n2, CASE WHEN n1 > n2 THEN 'P22249' ELSE 'P6255' END`` for "P22249 or P6255, which has
-    more ...": the CASE column is the answer; the counts beside it go. ``(query, notes)``."""
-    m = _CASE_AMONG.search(query)
-    if m is None or not (m.group("cols") or m.group("tail").strip()):
-        return query, []
-    fixed = query[: m.start()] + f"RETURN {m.group('case')}{m.group('alias') or ''}"
-    return fixed, ["the question asks which of the two: returned the CASE column alone"]
-
-
 _INLINE_NODE = re.compile(
     r"(?P<lead>point\.distance\(\s*[^()]*?,\s*|point\.distance\(\s*)"
     r"\(\s*(?P<v>[A-Za-z_]\w*)\s*:\s*(?P<l>`?\w+`?)\s*(?P<props>\{[^{}]*\})?\s*\)"
@@ -1171,36 +1102,6 @@ def inline_patterns(query: str) -> tuple[str, list[str]]:
 
 
 _SUBQUERY_START = re.compile(r"\b(?P<kw>EXISTS|COUNT)\s*\{", re.I)
-
-
-def split_subquery_alternatives(query: str) -> tuple[str, list[str]]:
-    """``EXISTS { MATCH a OR MATCH b }`` (not Cypher: a subquery holds one query) becomes ``(EXISTS { MATCH a }
-    OR EXISTS { MATCH b })``; the same with AND. ``(query, notes)``; unchanged when there is none."""
-    out, notes, pos = [], [], 0
-    for m in _SUBQUERY_START.finditer(query):
-        if m.start() < pos:
-            continue
-        depth, end = 0, None
-        for i in range(m.end() - 1, len(query)):
-            depth += {"{": 1, "}": -1}.get(query[i], 0)
-            if depth == 0:
-                end = i
-                break
-        if end is None:
-            break
-        body = query[m.end() : end]
-        parts = re.split(r"\s+(OR|AND)\s+(?=MATCH\b)", body, flags=re.I)
-        if len(parts) < 3 or m.group("kw").upper() != "EXISTS":
-            continue
-        pieces = [f"EXISTS {{ {p.strip()} }}" for p in parts[0::2]]
-        ops = [op.upper() for op in parts[1::2]]
-        joined = pieces[0] + "".join(f" {op} {piece}" for op, piece in zip(ops, pieces[1:], strict=True))
-        out.append(query[pos : m.start()] + f"({joined})")
-        pos = end + 1
-        notes.append("a subquery holds one query: its alternatives became one EXISTS each")
-    if not notes:
-        return query, []
-    return "".join(out) + query[pos:], notes
 
 
 _PATH_FUNCTION = re.compile(r"\b(?:length|nodes|relationships)\s*\(\s*([A-Za-z_]\w*)\s*\)", re.I)
@@ -1238,30 +1139,6 @@ def bind_path_variable(query: str) -> tuple[str, list[str]]:
 
 
 _SELF_DISTANCE_ANY = re.compile(r"point\.distance\(\s*(?P<v>[A-Za-z_]\w*)\.center\s*,\s*(?P=v)\.center\s*\)")
-
-
-def measure_the_counted_node(query: str) -> tuple[str, list[str]]:
-    """``MATCH (r:Room {...})-[:CONTAINS*]->(o:Object) WHERE point.distance(r.center, r.center) < 2 RETURN
-    count(o)``: a node measured against itself (always 0) where one other node is what is counted or returned:
-    that node is measured from it (``point.distance(o.center, r.center)``). ``(query, notes)``; unchanged
-    otherwise (a node measured against itself with no other node is for :func:`others_for_self_distance`)."""
-    m = _SELF_DISTANCE_ANY.search(query)
-    ret = re.search(r"\bRETURN\b(?P<cols>.*?)(?=\bORDER\s+BY\b|\bLIMIT\b|$)", query, re.I | re.S)
-    if m is None or ret is None:
-        return query, []
-    v = m.group("v")
-    returned = {
-        x
-        for x in re.findall(r"(?<![.\w])([A-Za-z_]\w*)(?:\.\w+)?", ret.group("cols"))
-        if x != v and re.search(rf"\(\s*{re.escape(x)}\s*[:)]", query)
-    }
-    if len(returned) != 1:
-        return query, []
-    (other,) = returned
-    fixed = _SELF_DISTANCE_ANY.sub(f"point.distance({other}.center, {v}.center)", query, count=1)
-    return fixed, [
-        f"point.distance({v}.center, {v}.center) is always 0: measured {other}, which is counted, from {v}"
-    ]
 
 
 def drop_idle_with(query: str) -> tuple[str, list[str]]:
@@ -1456,40 +1333,6 @@ def close_open_subqueries(query: str) -> tuple[str, list[str]]:
 _RETURN_COMPARISON = re.compile(
     r"\bRETURN\s+(?P<a>[A-Za-z_]\w*)\s*(?P<op>>=|<=|>|<)\s*(?P<b>[A-Za-z_]\w*)(?:\s+AS\s+\w+)?\s*;?\s*$", re.I
 )
-
-
-def comparison_as_choice(query: str, named: Mapping[str, str]) -> tuple[str, list[str]]:
-    """``... AS n ... AS m RETURN n > m`` for "which has more, R1 or R5" answers true/false; each value is
-    read off the named node matched just before it is defined (``named``: a literal the query may match it
-    by, its symbol or its one-member class -> the symbol; two nodes), and the query returns that node's
-    symbol instead: ``CASE WHEN n > m THEN 'R1' ELSE 'R5' END``. ``(query, notes)``; unchanged unless each
-    side comes from a different one of the two."""
-    m = _RETURN_COMPARISON.search(query)
-    pair = sorted(set(named.values()))
-    if m is None or len(pair) != 2:
-        return query, []
-    head = query[: m.start()]
-    spots = {}
-    for side in ("a", "b"):
-        defined = [d.start() for d in re.finditer(rf"\bAS\s+{re.escape(m.group(side))}\b", head, re.I)]
-        if not defined:
-            return query, []
-        spots[side] = defined[0]
-    (first, start), (second, end) = sorted(spots.items(), key=lambda kv: kv[1])
-
-    def last_named(text: str) -> str | None:
-        found = [named[s] for s in re.findall(r"'([^']*)'", text) if s in named]
-        return found[-1] if found else None
-
-    owner = {first: last_named(head[:start]), second: last_named(head[start:end])}
-    if None in owner.values() or owner["a"] == owner["b"]:
-        return query, []
-    case = (
-        f"CASE WHEN {m.group('a')} {m.group('op')} {m.group('b')} THEN '{owner['a']}' ELSE '{owner['b']}' END"
-    )
-    return head + f"RETURN {case}", [
-        f"the question asks which of {pair[0]} and {pair[1]}: returned the one the comparison picks"
-    ]
 
 
 def one_hop(query: str, connection: tuple[list[str], str, str] | None) -> tuple[str, list[str]]:
