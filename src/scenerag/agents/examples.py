@@ -279,7 +279,8 @@ def generate_examples(schema: GraphSchema, store: GraphStore) -> list[CypherExam
     hollow = [f"'{c}'" for c in [*v.classes, *v.region_classes] if c.lower() in plain]
     ex = [(q, c) for q, c in ex if not any(h in c for h in hollow)]
     out = [CypherExample(_layer_words(q, schema), c) for q, c in ex]
-    out += _instruction_examples(roles, v, **{k: slots[k] for k in ("o1", "o2", "c1", "c2", "c3", "cs")})
+    shared = ("o1", "o2", "c1", "c2", "c3", "cs", "c1_pl", "c2_pl", "rc1", "rc2", "rc2_pl")
+    out += _instruction_examples(roles, v, **{k: slots[k] for k in shared if k in slots})
     return out
 
 
@@ -519,15 +520,13 @@ def _reference_property(store: GraphStore, schema: GraphSchema, label: str | Non
 
 def _instruction_examples(roles: GraphRoles, v: _Values, **n: str) -> list[CypherExample]:
     """The language's instruction templates (words file ``instruction_examples``) filled with this graph's
-    symbols and classes; a template needing a layer the graph lacks is left out."""
+    symbols and classes; a template needing a layer the graph lacks is left out. ``n``: the question
+    templates' slots these share (:func:`_qa_slots`; ``rc1``, ``rc2``, ``rc2_pl`` only where regions have
+    classes)."""
     R, P = roles.region, roles.place
     slots = dict(n)
     slots["num"] = re.sub(r"\D", "", n["o1"]) or "1"
-    slots["c1_pl"], slots["c2_pl"] = _plural(n["c1"]), _plural(n["c2"])
     if R and v.region_classes:
-        slots["rc1"] = v.region_classes[0]
-        slots["rc2"] = v.region_classes[1] if len(v.region_classes) > 1 else slots["rc1"]
-        slots["rc2_pl"] = _plural(slots["rc2"])
         slots["r1"] = _pick(v.regions, 0, "R1")
         slots["r_last"] = _pick(v.regions, -1, slots["r1"])
     if P and v.places:
